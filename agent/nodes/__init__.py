@@ -1,0 +1,1 @@
+"""The graph's nodes: ``agent``, ``tools`` (one task per call) and ``verify``."""

@@ -1,0 +1,116 @@
+"""The ``tools`` node: runs exactly one tool call (one ``Send`` task per call).
+
+A call that finished before a crash is never run again: its ``ToolMessage`` is already a saved
+pending write of the interrupted step, and LangGraph re-runs only the unfinished tasks. An ``ask``
+call raises ``interrupt()`` before anything else, so nothing has happened when it waits.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+from langgraph.types import interrupt
+
+from agent.approval import approval_request, parse_decision
+from agent.limits import Limits
+from agent.nodes.agent_step import thread_id_of
+from agent.policy import ApprovalPolicy, validate_rules
+from agent.state import ToolTask
+from agent.tools import ToolContext, ToolSpec, ensure_workspace, execute_tool
+
+
+def _message(call: dict[str, Any], content: str, ok: bool, duration: float = 0.0) -> dict[str, Any]:
+    return {
+        "messages": [
+            ToolMessage(
+                content=content,
+                tool_call_id=call["id"],
+                name=call["name"],
+                status="success" if ok else "error",
+                additional_kwargs={"duration": round(duration, 4)},
+            )
+        ]
+    }
+
+
+@dataclass
+class ToolCallNode:
+    """Callable node over the tool registry and the approval policy."""
+
+    tools: list[ToolSpec]
+    policy: ApprovalPolicy
+    data_dir: Path
+    limits: Limits
+
+    def __post_init__(self) -> None:
+        self.by_name = {t.name: t for t in self.tools}
+
+    async def __call__(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
+        call: dict[str, Any] = dict(task["tool_call"])
+        tool = self.by_name.get(call["name"])
+        if tool is None:
+            return _message(
+                call,
+                f"There is no tool named {call['name']!r}. Available tools: "
+                f"{', '.join(self.by_name)}.",
+                ok=False,
+            )
+        configurable = config.get("configurable") or {}
+        try:
+            run_rules = validate_rules(configurable.get("approval_policy") or {})
+            task_rules = validate_rules(task.get("task_policy") or {})
+        except ValueError as err:
+            return _message(call, f"The call was not run: {err}.", ok=False)
+        rule = self.policy.decide(
+            tool.name, read_only=tool.read_only, run_rules=run_rules, task_rules=task_rules
+        )
+        args = call["args"]
+        if rule == "deny":
+            return _message(
+                call,
+                f"{tool.name} is denied by this deployment's approval policy and was not run. "
+                "Do not call it again; use another tool or finish with what you have.",
+                ok=False,
+            )
+        if rule == "ask":
+            # First thing in the task: on resume the node re-runs from here, side-effect free.
+            answer = interrupt(approval_request(tool, call["id"], args))
+            try:
+                decision = parse_decision(answer, tool)
+            except ValueError as err:
+                return _message(call, f"The approval answer was invalid ({err}); not run.", ok=False)
+            if decision.decision == "reject":
+                note = decision.message or "no reason given"
+                return _message(
+                    call,
+                    f"A human rejected this call ({note}). It was not run; adapt your plan.",
+                    ok=False,
+                )
+            if decision.decision == "edit" and decision.args is not None:
+                args = decision.args
+        write = get_stream_writer()
+        write({"type": "tool_started", "tool_call_id": call["id"], "tool": tool.name, "args": args})
+        started = time.monotonic()
+        ctx = ToolContext(
+            workspace=ensure_workspace(self.data_dir, thread_id_of(config)),
+            idempotency_key=f"{thread_id_of(config)}:{call['id']}",
+        )
+        result = await execute_tool(tool, ctx, args, cap=self.limits.tool_output_cap)
+        duration = time.monotonic() - started
+        write(
+            {
+                "type": "tool_finished",
+                "tool_call_id": call["id"],
+                "tool": tool.name,
+                "ok": result.ok,
+                "duration": round(duration, 4),
+                "output": result.content[:2000],
+            }
+        )
+        return _message(call, result.content, result.ok, duration)

@@ -1,0 +1,83 @@
+"""The ``verify`` node: runs the task's acceptance check in the workspace and records a verdict."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+
+from agent.limits import Limits, guard_reason
+from agent.nodes.agent_step import VERIFY_FEEDBACK_NAME, thread_id_of, zero_usage
+from agent.state import AgentState, Usage, Verdict
+from agent.tools import ensure_workspace, run_program
+from agent.tools.base import truncate
+
+VERDICT_OUTPUT_CAP = 4_000
+
+
+@dataclass
+class VerifyNode:
+    """Callable node: the check decides ``verified``; a failure goes back while attempts remain."""
+
+    data_dir: Path
+    limits: Limits
+
+    async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        write = get_stream_writer()
+        status = state.get("status", "running")
+        stop = status if status in ("stuck", "budget_exceeded") else guard_reason(state, self.limits)
+        task = state.get("task") or {}
+        check = task.get("check")
+        if not check:
+            final = stop or "agent_done"
+            write({"type": "verify", "passed": None, "status": final, "detail": "no acceptance check"})
+            return {"status": final, "verdict": None}
+        started = time.monotonic()
+        result = await run_program(
+            check,
+            cwd=ensure_workspace(self.data_dir, thread_id_of(config)),
+            allowed=[check[0]],
+            timeout=self.limits.check_timeout,
+        )
+        passed = result.exit_code == 0 and not result.timed_out
+        verdict: Verdict = {
+            "passed": passed,
+            "exit_code": result.exit_code,
+            "output": truncate(result.output, VERDICT_OUTPUT_CAP),
+        }
+        attempts = state.get("verify_attempts", 0) + 1
+        usage: Usage = {**(state.get("usage") or zero_usage())}
+        usage["seconds"] = usage["seconds"] + time.monotonic() - started
+        update: dict[str, Any] = {"verdict": verdict, "verify_attempts": attempts, "usage": usage}
+        if passed:
+            update["status"] = "verified"
+        elif stop:
+            update["status"] = stop
+        elif attempts < self.limits.max_verify_attempts:
+            update["status"] = "running"
+            update["messages"] = [
+                HumanMessage(
+                    f"The acceptance check failed (exit code {result.exit_code}"
+                    f"{', timed out' if result.timed_out else ''}):\n{verdict['output']}\n"
+                    "Fix the problem, then finish again.",
+                    name=VERIFY_FEEDBACK_NAME,
+                )
+            ]
+        else:
+            update["status"] = "failed"
+        write(
+            {
+                "type": "verify",
+                "passed": passed,
+                "status": update["status"],
+                "attempt": attempts,
+                "exit_code": result.exit_code,
+                "output": verdict["output"][:2000],
+            }
+        )
+        return update

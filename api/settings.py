@@ -1,0 +1,120 @@
+"""Settings: one class, read from the environment, that fails fast with every problem at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from agent.limits import Limits
+from agent.policy import validate_rules
+
+
+def _default_data_dir() -> Path:
+    return platformdirs.user_data_path("threadline")
+
+
+class Settings(BaseSettings):
+    """threadline's configuration; environment variables are ``THREADLINE_<FIELD>`` unless noted."""
+
+    model_config = SettingsConfigDict(env_prefix="THREADLINE_", extra="ignore")
+
+    database_url: str | None = Field(
+        None, validation_alias=AliasChoices("DATABASE_URL", "THREADLINE_DATABASE_URL")
+    )
+    """PostgreSQL to use (``DATABASE_URL``); unset: an embedded server in ``data_dir``."""
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    """Embedded database, workspaces (``<data_dir>/workspaces/<thread_id>``)."""
+
+    openai_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("OPENAI_API_KEY", "THREADLINE_OPENAI_API_KEY")
+    )
+    """Set to use an OpenAI-compatible model; unset: the offline scripted model."""
+    openai_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("OPENAI_BASE_URL", "THREADLINE_OPENAI_BASE_URL")
+    )
+    """An OpenAI-compatible endpoint (vLLM, Ollama, ...); unset: OpenAI itself."""
+    openai_model: str = Field(
+        "gpt-4o-mini", validation_alias=AliasChoices("OPENAI_MODEL", "THREADLINE_OPENAI_MODEL")
+    )
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    config: Path | None = None
+    """A ``langgraph.json``-style file of extra graphs to serve (``THREADLINE_CONFIG``)."""
+
+    pool_max_size: int = Field(20, ge=2, le=500)
+    """Database connections per process (checkpoints, queue, event log, listeners)."""
+    workers: int = Field(16, ge=1, le=1000)
+    """Runs executed at once by this process."""
+    lease_seconds: float = Field(10.0, gt=0)
+    """A run whose worker stopped renewing for this long is taken over by another worker."""
+    heartbeat_seconds: float = Field(2.0, gt=0)
+    poll_seconds: float = Field(1.0, gt=0)
+    """How often idle workers look for runs when no notification wakes them."""
+    max_attempts: int = Field(3, ge=1, le=100)
+    """Attempts of one run (first try plus takeovers) before it ends in error."""
+    shutdown_grace_seconds: float = Field(10.0, ge=0)
+    """On SIGTERM, how long running runs get to reach a checkpoint before they are handed back."""
+    max_body_bytes: int = Field(1_048_576, ge=1024)
+    """Largest request body accepted (413 above it)."""
+
+    approval_policy: dict[str, str] = Field(default_factory=dict)
+    """Deployment rules, JSON: ``{"run_command": "deny", "*": "ask"}``."""
+    allowed_programs: list[str] | None = None
+    """Programs ``run_command`` may start (JSON list); unset: the built-in allow-list."""
+    max_steps: int = Field(20, ge=1)
+    max_tokens: int = Field(200_000, ge=1)
+    max_seconds: float = Field(600.0, gt=0)
+    max_verify_attempts: int = Field(2, ge=1)
+
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("approval_policy")
+    @classmethod
+    def approval_rules_are_known(cls, value: dict[str, str]) -> dict[str, str]:
+        return dict(validate_rules(value))
+
+    @field_validator("database_url")
+    @classmethod
+    def database_url_is_postgres(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("DATABASE_URL must start with postgresql:// (PostgreSQL is required)")
+        return value or None
+
+    @model_validator(mode="after")
+    def heartbeat_within_lease(self) -> Settings:
+        if self.heartbeat_seconds * 2 > self.lease_seconds:
+            raise ValueError(
+                "THREADLINE_HEARTBEAT_SECONDS must be at most half of THREADLINE_LEASE_SECONDS, "
+                "or live runs would be taken over"
+            )
+        if self.openai_base_url and not self.openai_api_key:
+            raise ValueError(
+                "OPENAI_BASE_URL is set but OPENAI_API_KEY is not: set OPENAI_API_KEY too "
+                "(any non-empty value for servers that ignore it)"
+            )
+        return self
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            max_steps=self.max_steps,
+            max_tokens=self.max_tokens,
+            max_seconds=self.max_seconds,
+            max_verify_attempts=self.max_verify_attempts,
+        )
+
+    @property
+    def model_label(self) -> str:
+        """What ``/info`` and the CLI say the model is."""
+        if self.openai_api_key:
+            return f"openai:{self.openai_model}" + (
+                f" at {self.openai_base_url}" if self.openai_base_url else ""
+            )
+        from agent.models import OFFLINE_MODEL_NAME
+
+        return OFFLINE_MODEL_NAME
