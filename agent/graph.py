@@ -1,9 +1,9 @@
 """``build_graph``: the agent's StateGraph, compiled with the checkpointer it is given.
 
-    START -> agent
-    agent  -> tools   one Send per tool call, else -> verify
-    tools  -> agent   unless a guard stops the task (stuck, budget) -> verify
-    verify -> agent   when the check failed and attempts remain, else -> END
+START -> agent
+agent  -> tools   one Send per tool call, else -> verify
+tools  -> agent   unless a guard stops the task (stuck, budget) -> verify
+verify -> agent   when the check failed and attempts remain, else -> END
 """
 
 from __future__ import annotations
@@ -66,7 +66,9 @@ def build_graph(
     )
     builder.add_node(
         "tools",
-        ToolCallNode(tools=tool_list, policy=policy or ApprovalPolicy(), data_dir=data_dir, limits=limits),
+        ToolCallNode(
+            tools=tool_list, policy=policy or ApprovalPolicy(), data_dir=data_dir, limits=limits
+        ),
         input_schema=ToolTask,
     )
     builder.add_node("verify", VerifyNode(data_dir=data_dir, limits=limits))

@@ -31,7 +31,9 @@ class Limits:
     def recursion_limit(self) -> int:
         """A LangGraph ``recursion_limit`` that the other guards always reach first."""
         # Each agent step takes at most two supersteps (agent, tools); verify loops add two more.
-        return 2 * self.max_steps * (self.max_verify_attempts + 1) + 4 * self.max_verify_attempts + 8
+        return (
+            2 * self.max_steps * (self.max_verify_attempts + 1) + 4 * self.max_verify_attempts + 8
+        )
 
 
 def _signature(msg: AIMessage) -> list[tuple[str, str]]:

@@ -76,9 +76,7 @@ def _ask(value: dict[str, Any]) -> dict[str, Any]:
                 print(f"not JSON: {err}")
 
 
-async def drive(
-    settings: Settings, thread_id: str, first_input: Any, *, auto_approve: bool
-) -> int:
+async def drive(settings: Settings, thread_id: str, first_input: Any, *, auto_approve: bool) -> int:
     """Stream the run to the terminal, answering approvals; returns the exit code."""
     async with open_runtime(settings) as runtime:
         graph = runtime.graphs[BUILTIN_ASSISTANT]
@@ -86,7 +84,9 @@ async def drive(
             "configurable": {"thread_id": thread_id},
             "recursion_limit": settings.limits.recursion_limit(),
         }
-        print(f"thread {thread_id} · model: {settings.model_label} · database: {runtime.database.mode}")
+        print(
+            f"thread {thread_id} · model: {settings.model_label} · database: {runtime.database.mode}"
+        )
         next_input: Any = first_input
         while True:
             async for mode, data in graph.astream(
@@ -118,7 +118,10 @@ async def drive(
         values = state.values
         status = values.get("status")
         verdict = values.get("verdict") or {}
-        print(f"\nstatus: {status}" + (f" · check: {verdict.get('output', '').strip()}" if verdict else ""))
+        print(
+            f"\nstatus: {status}"
+            + (f" · check: {verdict.get('output', '').strip()}" if verdict else "")
+        )
         print(f"thread: {thread_id}")
         return 0 if status in ("verified", "agent_done") else 1
 

@@ -27,7 +27,9 @@ def render_custom(data: Any) -> str | None:
     if kind == "verify":
         passed = data.get("passed")
         head = "no check" if passed is None else ("passed" if passed else "failed")
-        return f"[verify] {head} → {data.get('status')} {_short(data.get('output', ''), 80)}".rstrip()
+        return (
+            f"[verify] {head} → {data.get('status')} {_short(data.get('output', ''), 80)}".rstrip()
+        )
     if kind == "budget" and data.get("exceeded"):
         return f"[budget] {data['exceeded']} budget spent"
     return None
@@ -41,14 +43,20 @@ def render_update(data: Any) -> list[str]:
     for node, update in data.items():
         if node == "__interrupt__":
             for item in update or []:
-                value = item.get("value") if isinstance(item, dict) else getattr(item, "value", item)
+                value = (
+                    item.get("value") if isinstance(item, dict) else getattr(item, "value", item)
+                )
                 lines.append(f"[approval needed] {_short(value, 200)}")
         elif node == "agent" and isinstance(update, dict):
             for msg in update.get("messages") or []:
                 content = getattr(msg, "content", None) or (
                     msg.get("content") if isinstance(msg, dict) else None
                 )
-                if content and getattr(msg, "type", msg.get("type") if isinstance(msg, dict) else "") == "ai":
+                if (
+                    content
+                    and getattr(msg, "type", msg.get("type") if isinstance(msg, dict) else "")
+                    == "ai"
+                ):
                     lines.append(f"  agent: {_short(content, 200)}")
     return lines
 

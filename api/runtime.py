@@ -14,7 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 from agent import ApprovalPolicy, build_graph
 from agent.models import OfflineChatModel
 from agent.policy import validate_rules
-from agent.tools import default_tools
+from agent.tools import ToolSpec, default_tools
 from agent.tools.command import DEFAULT_ALLOWED_PROGRAMS
 from api.database import Database, PooledSaver, open_pool, prepare_schema, resolve_database
 from api.settings import Settings
@@ -51,15 +51,19 @@ class Runtime:
     pool: AsyncConnectionPool
     saver: PooledSaver
     graphs: dict[str, CompiledStateGraph] = field(default_factory=dict)
+    tools: dict[str, ToolSpec] = field(default_factory=dict)
+    """The built-in agent's tools by name (approval edits are validated against them)."""
+
+
+def agent_tools(settings: Settings) -> list[ToolSpec]:
+    return default_tools(allowed_programs=settings.allowed_programs or DEFAULT_ALLOWED_PROGRAMS)
 
 
 def build_agent(settings: Settings, saver: PooledSaver | None) -> CompiledStateGraph:
     """The built-in agent, wired from settings."""
     return build_graph(
         model=make_model(settings),
-        tools=default_tools(
-            allowed_programs=settings.allowed_programs or DEFAULT_ALLOWED_PROGRAMS
-        ),
+        tools=agent_tools(settings),
         checkpointer=saver,
         data_dir=settings.data_dir,
         policy=ApprovalPolicy(validate_rules(settings.approval_policy)),
@@ -77,4 +81,5 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         await prepare_schema(pool, saver)
         runtime = Runtime(settings=settings, database=database, pool=pool, saver=saver)
         runtime.graphs[BUILTIN_ASSISTANT] = build_agent(settings, saver)
+        runtime.tools = {t.name: t for t in agent_tools(settings)}
         yield runtime

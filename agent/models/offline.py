@@ -9,7 +9,6 @@ other request gets an answer saying that no model is configured and how to confi
 from __future__ import annotations
 
 import json
-
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -118,5 +117,7 @@ class OfflineChatModel(BaseChatModel):
                 response_metadata=message.response_metadata if last else {},
             )
             if run_manager:
-                run_manager.on_llm_new_token(str(chunk.content), chunk=ChatGenerationChunk(message=chunk))
+                run_manager.on_llm_new_token(
+                    str(chunk.content), chunk=ChatGenerationChunk(message=chunk)
+                )
             yield ChatGenerationChunk(message=chunk)

@@ -51,9 +51,13 @@ class AgentStep:
         self.bound: Runnable[Any, BaseMessage] = self.model.bind_tools(
             [t.openai_schema() for t in self.tools]
         )
-        self.system = SystemMessage(SYSTEM_PROMPT.format(tools=", ".join(t.name for t in self.tools)))
+        self.system = SystemMessage(
+            SYSTEM_PROMPT.format(tools=", ".join(t.name for t in self.tools))
+        )
 
-    def _start_task(self, state: AgentState, thread_id: str) -> tuple[dict[str, Any], list[BaseMessage]]:
+    def _start_task(
+        self, state: AgentState, thread_id: str
+    ) -> tuple[dict[str, Any], list[BaseMessage]]:
         """Reset the per-task fields; materialize a catalog task into the workspace."""
         fresh: dict[str, Any] = {
             "status": "running",
@@ -83,8 +87,10 @@ class AgentStep:
         if task and "instruction" not in task:
             return True
         messages = state.get("messages") or []
-        return bool(messages) and isinstance(messages[-1], HumanMessage) and (
-            messages[-1].name != VERIFY_FEEDBACK_NAME
+        return (
+            bool(messages)
+            and isinstance(messages[-1], HumanMessage)
+            and (messages[-1].name != VERIFY_FEEDBACK_NAME)
         )
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
@@ -105,7 +111,9 @@ class AgentStep:
         )
         step = usage["steps"] + 1
         if usage["seconds"] >= self.limits.max_seconds:
-            write({"type": "budget", "exceeded": "seconds", "left": budget_left(usage, self.limits)})
+            write(
+                {"type": "budget", "exceeded": "seconds", "left": budget_left(usage, self.limits)}
+            )
             return {**update, "messages": added, "usage": usage, "status": "budget_exceeded"}
         write({"type": "step", "node": "agent", "step": step})
         response = await self.bound.ainvoke([self.system, *messages], config)

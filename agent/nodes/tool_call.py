@@ -84,7 +84,9 @@ class ToolCallNode:
             try:
                 decision = parse_decision(answer, tool)
             except ValueError as err:
-                return _message(call, f"The approval answer was invalid ({err}); not run.", ok=False)
+                return _message(
+                    call, f"The approval answer was invalid ({err}); not run.", ok=False
+                )
             if decision.decision == "reject":
                 note = decision.message or "no reason given"
                 return _message(

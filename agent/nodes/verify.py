@@ -30,12 +30,16 @@ class VerifyNode:
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         write = get_stream_writer()
         status = state.get("status", "running")
-        stop = status if status in ("stuck", "budget_exceeded") else guard_reason(state, self.limits)
+        stop = (
+            status if status in ("stuck", "budget_exceeded") else guard_reason(state, self.limits)
+        )
         task = state.get("task") or {}
         check = task.get("check")
         if not check:
             final = stop or "agent_done"
-            write({"type": "verify", "passed": None, "status": final, "detail": "no acceptance check"})
+            write(
+                {"type": "verify", "passed": None, "status": final, "detail": "no acceptance check"}
+            )
             return {"status": final, "verdict": None}
         started = time.monotonic()
         result = await run_program(

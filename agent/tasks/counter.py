@@ -38,7 +38,9 @@ def _plan(p: CounterParams, view: PlanView) -> PlannedReply:
             + ", ".join(map(str, lines))
             + ".",
             calls=[
-                PlannedCall("run_command", {"command": ["python", "append.py", str(i), str(p.delay)]})
+                PlannedCall(
+                    "run_command", {"command": ["python", "append.py", str(i), str(p.delay)]}
+                )
                 for i in lines
             ],
         )

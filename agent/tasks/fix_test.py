@@ -25,7 +25,11 @@ def _plan(_: NoParams, view: PlanView) -> PlannedReply:
         ),
         PlannedReply(
             "add() subtracts; fixing it.",
-            [PlannedCall("edit_file", {"path": "calc.py", "old": "return a - b", "new": "return a + b"})],
+            [
+                PlannedCall(
+                    "edit_file", {"path": "calc.py", "old": "return a - b", "new": "return a + b"}
+                )
+            ],
         ),
         PlannedReply("Running the tests again.", [PlannedCall("run_command", {"command": TESTS})]),
     ]

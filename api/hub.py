@@ -1,0 +1,95 @@
+"""Cross-process wake-ups over PostgreSQL ``LISTEN/NOTIFY``.
+
+Events and runs live in tables; notifications only say "look again". A stream that misses one
+(the listener reconnecting, say) still finds everything on its next read, which also happens on
+a short poll, so a lost notification costs latency, never an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from api.database import connection_kwargs
+from api.store.events import EVENTS_CHANNEL
+from api.store.runs import RUNS_CHANNEL
+
+logger = logging.getLogger(__name__)
+
+
+class Hub:
+    """One listening connection per process; in-process subscribers wait on asyncio events."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._run_waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self.runs_changed = asyncio.Event()
+        self.on_cancel: Callable[[str], None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.connected = asyncio.Event()
+
+    def subscribe(self, run_id: str) -> asyncio.Event:
+        """An event set when ``run_id`` gets new events; pair with :meth:`unsubscribe`."""
+        waiter = asyncio.Event()
+        self._run_waiters[run_id].add(waiter)
+        return waiter
+
+    def unsubscribe(self, run_id: str, waiter: asyncio.Event) -> None:
+        waiters = self._run_waiters.get(run_id)
+        if waiters is not None:
+            waiters.discard(waiter)
+            if not waiters:
+                del self._run_waiters[run_id]
+
+    def wake_run(self, run_id: str) -> None:
+        for waiter in self._run_waiters.get(run_id, ()):
+            waiter.set()
+
+    def _dispatch(self, channel: str, payload: str) -> None:
+        if channel == EVENTS_CHANNEL:
+            self.wake_run(payload)
+        elif channel == RUNS_CHANNEL:
+            self.runs_changed.set()
+            if payload.startswith("cancel:") and self.on_cancel:
+                self.on_cancel(payload.removeprefix("cancel:"))
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._listen(), name="threadline-hub")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.connected.wait(), timeout=10)
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _listen(self) -> None:
+        delay = 0.2
+        while True:
+            try:
+                kwargs: dict[str, Any] = {**connection_kwargs(), "prepare_threshold": None}
+                async with await AsyncConnection.connect(self.url, **kwargs) as conn:
+                    await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    await conn.execute(f"LISTEN {RUNS_CHANNEL}")
+                    self.connected.set()
+                    delay = 0.2
+                    # Wake everyone: anything sent while we were away is in the tables.
+                    self.runs_changed.set()
+                    for run_id in list(self._run_waiters):
+                        self.wake_run(run_id)
+                    async for note in conn.notifies():
+                        self._dispatch(note.channel, note.payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                self.connected.clear()
+                logger.warning("notification listener lost its connection (%s); retrying", err)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)

@@ -1,0 +1,54 @@
+"""Approvals: answer a pending approval interrupt; the audit log of tools and decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Header, Query
+
+from api.deps import ServiceDep
+from api.schemas import ApprovalBody, CommandBody, Run, RunCreate
+
+router = APIRouter(tags=["approvals"])
+
+
+@router.post("/threads/{thread_id}/approvals", response_model=Run)
+async def decide(
+    thread_id: str,
+    body: ApprovalBody,
+    svc: ServiceDep,
+    actor: str | None = Header(None, alias="X-Actor"),
+) -> Any:
+    """Answer one approval request; starts (and returns) the run that resumes the thread."""
+    answer: dict[str, Any] = {"decision": body.decision}
+    if body.args is not None:
+        answer["args"] = body.args
+    if body.message is not None:
+        answer["message"] = body.message
+    assistant = await svc._assistant_of(thread_id)
+    run = RunCreate(
+        assistant_id=assistant,
+        command=CommandBody(resume={body.interrupt_id: answer}),
+        stream_mode=body.stream_mode,
+    )
+    return await svc.create_run(thread_id, run, actor=actor or "api:approvals")
+
+
+@router.get("/threads/{thread_id}/audit")
+async def audit(
+    thread_id: str,
+    svc: ServiceDep,
+    limit: int = Query(500, ge=1, le=5000),
+    after_id: int = Query(0, ge=0),
+) -> Any:
+    """Every tool execution and every decision on the thread, oldest first."""
+    await svc.thread(thread_id)
+    async with svc.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT id, run_id::text AS run_id, kind, tool, tool_call_id, idempotency_key, attempt,"
+            " detail, actor, created_at FROM audit_log WHERE thread_id = %s AND id > %s"
+            " ORDER BY id LIMIT %s",
+            (thread_id, after_id, limit),
+        )
+        rows = await cur.fetchall()
+    return [{**r, "created_at": r["created_at"].isoformat()} for r in rows]

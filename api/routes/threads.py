@@ -1,0 +1,138 @@
+"""Threads: create, get, patch, delete, search, state, history."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Response
+from langgraph.types import StateSnapshot
+
+from api.deps import ServiceDep
+from api.errors import Conflict, NotFound
+from api.schemas import HistoryQuery, Thread, ThreadCreate, ThreadPatch, ThreadSearch
+from api.serde import to_jsonable
+from api.store import threads
+
+router = APIRouter(tags=["threads"])
+
+
+def _checkpoint(config: Any) -> dict[str, Any] | None:
+    if not config:
+        return None
+    c = config.get("configurable", {})
+    return {
+        "thread_id": c.get("thread_id"),
+        "checkpoint_ns": c.get("checkpoint_ns", ""),
+        "checkpoint_id": c.get("checkpoint_id"),
+    }
+
+
+def state_out(snap: StateSnapshot) -> dict[str, Any]:
+    """A LangGraph ``StateSnapshot`` in the SDK's ``ThreadState`` shape."""
+    return {
+        "values": to_jsonable(snap.values),
+        "next": list(snap.next),
+        "checkpoint": _checkpoint(snap.config),
+        "metadata": to_jsonable(snap.metadata),
+        "created_at": snap.created_at,
+        "parent_checkpoint": _checkpoint(snap.parent_config),
+        "tasks": [
+            {
+                "id": t.id,
+                "name": t.name,
+                "path": to_jsonable(t.path),
+                "error": repr(t.error) if t.error else None,
+                "interrupts": to_jsonable(list(t.interrupts)),
+                "checkpoint": None,
+                "state": None,
+                "result": to_jsonable(t.result),
+            }
+            for t in snap.tasks
+        ],
+        "interrupts": to_jsonable(list(snap.interrupts)),
+    }
+
+
+@router.post("/threads", response_model=Thread)
+async def create_thread(body: ThreadCreate, svc: ServiceDep) -> Any:
+    """Create a thread (a new id unless ``thread_id`` is given)."""
+    thread_id = body.thread_id or str(uuid.uuid4())
+    async with svc.pool.connection() as conn:
+        created = await threads.create(conn, thread_id, body.metadata)
+        if created is None:
+            if body.if_exists == "do_nothing":
+                return await threads.get(conn, thread_id)
+            raise Conflict(
+                f"Thread {thread_id!r} already exists. Use it, pick another id, or send "
+                '"if_exists": "do_nothing".'
+            )
+    return created
+
+
+@router.post("/threads/search", response_model=list[Thread])
+async def search_threads(body: ThreadSearch, svc: ServiceDep) -> Any:
+    """Threads newest first, filtered by status and metadata."""
+    async with svc.pool.connection() as conn:
+        return await threads.search(
+            conn, status=body.status, metadata=body.metadata, limit=body.limit, offset=body.offset
+        )
+
+
+@router.get("/threads/{thread_id}", response_model=Thread)
+async def get_thread(thread_id: str, svc: ServiceDep) -> Any:
+    """One thread, with its status and latest run."""
+    return await svc.thread(thread_id)
+
+
+@router.patch("/threads/{thread_id}", response_model=Thread)
+async def patch_thread(thread_id: str, body: ThreadPatch, svc: ServiceDep) -> Any:
+    """Merge metadata into the thread's."""
+    async with svc.pool.connection() as conn:
+        found = await threads.patch(conn, thread_id, body.metadata)
+    if found is None:
+        raise NotFound(f"No thread {thread_id!r}.")
+    return found
+
+
+@router.delete("/threads/{thread_id}", status_code=204)
+async def delete_thread(thread_id: str, svc: ServiceDep) -> Response:
+    """Delete a thread, its runs, events, checkpoints and workspace (409 while a run is active)."""
+    thread = await svc.thread(thread_id)
+    if thread["status"] == "busy":
+        raise Conflict(f"Thread {thread_id!r} has an active run; cancel it first.")
+    async with svc.pool.connection() as conn:
+        await threads.delete(conn, thread_id)
+    await svc.runtime.saver.adelete_thread(thread_id)
+    from agent.tools import workspace_dir
+
+    try:
+        shutil.rmtree(workspace_dir(svc.runtime.settings.data_dir, thread_id), ignore_errors=True)
+    except ValueError:
+        pass  # an id that cannot name a workspace never had one
+    return Response(status_code=204)
+
+
+@router.get("/threads/{thread_id}/state")
+async def get_state(thread_id: str, svc: ServiceDep) -> Any:
+    """The current state: values, ``next``, tasks and pending interrupts."""
+    return state_out(await svc.state(thread_id))
+
+
+@router.post("/threads/{thread_id}/history")
+async def get_history(thread_id: str, body: HistoryQuery, svc: ServiceDep) -> Any:
+    """Checkpoints, newest first."""
+    await svc.thread(thread_id)
+    graph = svc.graph(await svc._assistant_of(thread_id))
+    before = None
+    if isinstance(body.before, dict):
+        before = {"configurable": body.before}
+    elif isinstance(body.before, str):
+        before = {"configurable": {"thread_id": thread_id, "checkpoint_id": body.before}}
+    out = []
+    async for snap in graph.aget_state_history(
+        svc.thread_config(thread_id), limit=body.limit, before=before
+    ):
+        out.append(state_out(snap))
+    return out

@@ -1,0 +1,49 @@
+"""JSON for whatever a graph streams: messages, interrupts, Sends, pydantic models, dataclasses."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import date, datetime
+from enum import Enum
+from pathlib import PurePath
+from typing import Any
+from uuid import UUID
+
+import orjson
+from langchain_core.messages import BaseMessage
+from langgraph.types import Interrupt, Send
+from pydantic import BaseModel
+
+
+def to_jsonable(obj: Any) -> Any:
+    """A JSON-ready copy of ``obj`` in the shapes the LangGraph SDK reads."""
+    if obj is None or isinstance(obj, str | int | float | bool):
+        return obj
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, BaseMessage):
+        return to_jsonable(obj.model_dump())
+    if isinstance(obj, Interrupt):
+        return {"id": obj.id, "value": to_jsonable(obj.value)}
+    if isinstance(obj, Send):
+        return {"node": obj.node, "arg": to_jsonable(obj.arg)}
+    if isinstance(obj, BaseModel):
+        return to_jsonable(obj.model_dump(mode="json"))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return to_jsonable({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+    if isinstance(obj, datetime | date):
+        return obj.isoformat()
+    if isinstance(obj, UUID | PurePath):
+        return str(obj)
+    if isinstance(obj, Enum):
+        return to_jsonable(obj.value)
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", errors="replace")
+    return repr(obj)
+
+
+def dumps(obj: Any) -> str:
+    """Serialize to a JSON string."""
+    return orjson.dumps(to_jsonable(obj)).decode()

@@ -1,0 +1,234 @@
+"""What the routes do, apart from HTTP: threads, runs, state, waiting, approvals."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from langgraph.graph.state import CompiledStateGraph
+from psycopg_pool import AsyncConnectionPool
+
+from agent.approval import parse_decision
+from api.errors import Conflict, Invalid, NotFound
+from api.hub import Hub
+from api.runtime import Runtime
+from api.schemas import RunCreate
+from api.serde import to_jsonable
+from api.store import audit, events, runs, threads
+from api.store.rows import run_out
+
+INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
+
+
+@dataclass
+class Service:
+    runtime: Runtime
+    hub: Hub
+
+    @property
+    def pool(self) -> AsyncConnectionPool:
+        return self.runtime.pool
+
+    def graph(self, assistant_id: str) -> CompiledStateGraph:
+        try:
+            return self.runtime.graphs[assistant_id]
+        except KeyError:
+            raise NotFound(
+                f"No assistant {assistant_id!r}. Known assistants: "
+                f"{', '.join(sorted(self.runtime.graphs))}."
+            ) from None
+
+    # -- threads -------------------------------------------------------------------------------
+
+    async def thread(self, thread_id: str) -> dict[str, Any]:
+        async with self.pool.connection() as conn:
+            found = await threads.get(conn, thread_id)
+        if found is None:
+            raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
+        return found
+
+    def thread_config(self, thread_id: str, checkpoint: dict[str, Any] | None = None) -> Any:
+        return {"configurable": {"thread_id": thread_id, **(checkpoint or {})}}
+
+    async def state(self, thread_id: str, assistant_id: str | None = None) -> Any:
+        """The thread's current state, from the checkpointer (no graph needed to read it)."""
+        await self.thread(thread_id)
+        graph = self.graph(assistant_id or await self._assistant_of(thread_id))
+        return await graph.aget_state(self.thread_config(thread_id))
+
+    async def _assistant_of(self, thread_id: str) -> str:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT assistant_id FROM runs WHERE thread_id = %s ORDER BY created_at DESC LIMIT 1",
+                (thread_id,),
+            )
+            row = await cur.fetchone()
+        return row["assistant_id"] if row else "agent"
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    async def create_run(
+        self, thread_id: str, body: RunCreate, *, actor: str | None = None
+    ) -> dict[str, Any]:
+        """Validate, then queue the run in one transaction with the check for active runs.
+
+        A resume records each answered interrupt in ``approvals`` in that transaction: a second
+        answer to the same interrupt, concurrent or later, gets 409 and queues nothing.
+        """
+        self.graph(body.assistant_id)
+        kwargs = {
+            "input": body.input,
+            "command": body.command.model_dump(exclude_none=True) if body.command else None,
+            "config": body.config or {},
+            "stream_mode": body.modes(),
+            "on_disconnect": body.on_disconnect,
+        }
+        try:
+            orjson.dumps(kwargs)
+        except TypeError as err:
+            raise Invalid(f"the run's input must be JSON: {err}") from None
+        answers: dict[str, Any] = {}
+        if body.command and body.command.resume is not None:
+            answers = await self.check_resume(thread_id, body.assistant_id, body.command.resume)
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                "SELECT thread_id FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,)
+            )
+            if await cur.fetchone() is None:
+                if body.if_not_exists != "create":
+                    raise NotFound(
+                        f"No thread {thread_id!r}. Create it with POST /threads, or send "
+                        '"if_not_exists": "create".'
+                    )
+                await threads.create(conn, thread_id, {})
+            active = await runs.active_runs(conn, thread_id)
+            if active and body.multitask_strategy == "reject":
+                raise Conflict(
+                    f"Thread {thread_id!r} already has an active run ({active[0]['run_id']}, "
+                    f"{active[0]['status']}). Wait for it (GET .../runs/{active[0]['run_id']}/join), "
+                    'cancel it, or send "multitask_strategy": "enqueue".'
+                )
+            run = await runs.insert(
+                conn,
+                thread_id=thread_id,
+                assistant_id=body.assistant_id,
+                kwargs=kwargs,
+                metadata=body.metadata,
+                multitask_strategy=body.multitask_strategy,
+            )
+            for interrupt_id, answer in answers.items():
+                if not await audit.record_decision(
+                    conn, thread_id, interrupt_id, answer, run["run_id"], actor or "api"
+                ):
+                    raise Conflict(
+                        f"Interrupt {interrupt_id} was already answered; a decision is applied "
+                        "once. GET /threads/{thread_id}/state shows what is pending now."
+                    )
+            return run
+
+    async def check_resume(self, thread_id: str, assistant_id: str, resume: Any) -> dict[str, Any]:
+        """A resume must answer pending interrupts (409 otherwise, naming the pending ids).
+
+        Returns interrupt id → answer; approval answers are validated (422 when malformed).
+        """
+        await self.thread(thread_id)
+        state = await self.graph(assistant_id).aget_state(self.thread_config(thread_id))
+        by_id = {i.id: i for i in state.interrupts}
+        pending = list(by_id)
+        if not pending:
+            raise Conflict(
+                f"Thread {thread_id!r} has no pending interrupt to resume. Start a run with "
+                "'input' instead."
+            )
+        is_map = (
+            isinstance(resume, dict)
+            and bool(resume)
+            and all(isinstance(k, str) and INTERRUPT_ID.fullmatch(k) for k in resume)
+        )
+        if is_map:
+            unknown = [k for k in resume if k not in pending]
+            if unknown:
+                raise Conflict(
+                    f"Interrupt id(s) {unknown} are not pending on this thread (already answered "
+                    f"or unknown). Pending interrupt ids: {pending}."
+                )
+        elif len(pending) > 1:
+            raise Conflict(
+                f"{len(pending)} interrupts are pending ({pending}): send command.resume as a map "
+                "from interrupt id to its answer."
+            )
+        answers = dict(resume) if is_map else {pending[0]: resume}
+        for interrupt_id, answer in answers.items():
+            value = by_id[interrupt_id].value
+            if isinstance(value, dict) and value.get("type") == "approval":
+                tool = self.runtime.tools.get(str(value.get("tool")))
+                try:
+                    parse_decision(answer, tool)
+                except ValueError as err:
+                    raise Invalid(f"Invalid decision for interrupt {interrupt_id}: {err}") from None
+        return answers
+
+    async def run(self, thread_id: str, run_id: str) -> dict[str, Any]:
+        async with self.pool.connection() as conn:
+            found = await runs.get(conn, thread_id, run_id)
+        if found is None:
+            raise NotFound(f"No run {run_id!r} on thread {thread_id!r}.")
+        return found
+
+    async def cancel(self, thread_id: str, run_id: str) -> dict[str, Any]:
+        current = await self.run(thread_id, run_id)
+        async with self.pool.connection() as conn:
+            cancelled = await runs.request_cancel(conn, run_id)
+            if cancelled and cancelled["status"] == "interrupted":
+                # Never claimed: no worker will write its stream, so end it here.
+                await events.append_unfenced(
+                    conn,
+                    run_id,
+                    "end",
+                    orjson.dumps({"run_id": run_id, "status": "interrupted"}).decode(),
+                    cancelled["attempt"],
+                )
+        if cancelled is None:
+            raise Conflict(
+                f"Run {run_id} already finished with status {current['status']!r}; "
+                "there is nothing to cancel."
+            )
+        return cancelled
+
+    async def wait_for_end(self, run_id: str) -> None:
+        """Return once the run's ``end`` event is stored."""
+        while True:
+            waiter = self.hub.subscribe(run_id)
+            try:
+                async with self.pool.connection() as conn:
+                    cur = await conn.execute(
+                        "SELECT 1 FROM run_events WHERE run_id = %s AND event = 'end'",
+                        (uuid.UUID(run_id),),
+                    )
+                    if await cur.fetchone():
+                        return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter.wait(), timeout=2.0)
+            finally:
+                self.hub.unsubscribe(run_id, waiter)
+
+    async def final_values(self, thread_id: str, run: dict[str, Any]) -> Any:
+        """What ``/wait`` and ``/join`` return: the thread's values (plus pending interrupts)."""
+        state = await self.state(thread_id, run["assistant_id"])
+        out = to_jsonable(state.values)
+        if state.interrupts and isinstance(out, dict):
+            out["__interrupt__"] = to_jsonable(list(state.interrupts))
+        return out
+
+    async def refreshed_run(self, thread_id: str, run_id: str) -> dict[str, Any]:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute("SELECT * FROM runs WHERE run_id = %s", (uuid.UUID(run_id),))
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"No run {run_id!r} on thread {thread_id!r}.")
+        return run_out(row)

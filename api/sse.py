@@ -1,0 +1,80 @@
+"""SSE delivery of a run's stored events: replay from a sequence number, then follow live."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+
+from psycopg_pool import AsyncConnectionPool
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from api.hub import Hub
+from api.store import events
+
+HEARTBEAT_SECONDS = 5.0
+POLL_SECONDS = 2.0
+"""Re-read even without a notification, so a lost one costs at most this much latency."""
+CONTROL_EVENTS = {"metadata", "error", "end"}
+
+
+def wanted(modes: Iterable[str]) -> set[str]:
+    """Event names delivered for the requested stream modes (control events always are)."""
+    names = {"messages" if m in ("messages", "messages-tuple") else m for m in modes}
+    return names | CONTROL_EVENTS
+
+
+async def run_events(
+    pool: AsyncConnectionPool,
+    hub: Hub,
+    run_id: str,
+    *,
+    after: int,
+    modes: Iterable[str],
+) -> AsyncIterator[ServerSentEvent]:
+    """Every stored event after ``after`` in order, then live ones, until ``end``."""
+    names = wanted(modes)
+    last = after
+    while True:
+        waiter = hub.subscribe(run_id)  # before reading: a wake-up during the read is kept
+        try:
+            async with pool.connection() as conn:
+                rows = await events.read(conn, run_id, last)
+            for row in rows:
+                last = row["seq"]
+                if row["event"] in names:
+                    yield ServerSentEvent(data=row["data"], event=row["event"], id=str(row["seq"]))
+                if row["event"] == "end":
+                    return
+            if not rows:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter.wait(), timeout=POLL_SECONDS)
+        finally:
+            hub.unsubscribe(run_id, waiter)
+
+
+def parse_last_event_id(value: str | None) -> int:
+    """``Last-Event-ID``: a sequence number; ``-1`` (or none) replays from the first event."""
+    if value is None or value.strip() == "":
+        return 0
+    try:
+        seq = int(value)
+    except ValueError:
+        from api.errors import Invalid
+
+        raise Invalid(
+            f"Last-Event-ID must be an event id from this run's stream (an integer), not {value!r}"
+        ) from None
+    return max(seq, 0)
+
+
+def sse_response(
+    stream: AsyncIterator[ServerSentEvent], headers: dict[str, str] | None = None
+) -> EventSourceResponse:
+    return EventSourceResponse(
+        stream,
+        headers=headers,
+        ping=HEARTBEAT_SECONDS,
+        ping_message_factory=lambda: ServerSentEvent(comment="heartbeat"),
+        sep="\n",
+    )

@@ -1,0 +1,71 @@
+"""The audit log: tool executions and decisions; and the one-decision-per-interrupt record."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+
+async def record_decision(
+    conn: AsyncConnection[Any],
+    thread_id: str,
+    interrupt_id: str,
+    decision: Any,
+    run_id: str,
+    actor: str,
+) -> bool:
+    """Record the answer to an interrupt; False when it was already answered."""
+    cur = await conn.execute(
+        "INSERT INTO approvals (thread_id, interrupt_id, decision, run_id, actor)"
+        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        (thread_id, interrupt_id, Jsonb(decision), uuid.UUID(run_id), actor),
+    )
+    if cur.rowcount != 1:
+        return False
+    await conn.execute(
+        "INSERT INTO audit_log (thread_id, run_id, kind, detail, actor)"
+        " VALUES (%s, %s, 'decision', %s, %s)",
+        (
+            thread_id,
+            uuid.UUID(run_id),
+            Jsonb({"interrupt_id": interrupt_id, "answer": decision}),
+            actor,
+        ),
+    )
+    return True
+
+
+async def record_tool(
+    conn: AsyncConnection[Any],
+    *,
+    thread_id: str,
+    run_id: str,
+    attempt: int,
+    event: dict[str, Any],
+    args: Any,
+) -> None:
+    """Record one finished tool execution from its ``tool_finished`` progress event."""
+    call_id = str(event.get("tool_call_id"))
+    await conn.execute(
+        "INSERT INTO audit_log (thread_id, run_id, kind, tool, tool_call_id, idempotency_key,"
+        " attempt, detail, actor) VALUES (%s, %s, 'tool', %s, %s, %s, %s, %s, 'agent')",
+        (
+            thread_id,
+            uuid.UUID(run_id),
+            event.get("tool"),
+            call_id,
+            f"{thread_id}:{call_id}",
+            attempt,
+            Jsonb(
+                {
+                    "args": args,
+                    "ok": event.get("ok"),
+                    "duration": event.get("duration"),
+                    "output": str(event.get("output", ""))[:500],
+                }
+            ),
+        ),
+    )

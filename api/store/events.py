@@ -1,0 +1,81 @@
+"""The durable event log: every stream chunk of a run, stored before it is sent."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from psycopg import AsyncConnection
+
+EVENTS_CHANNEL = "threadline_events"
+
+# Fenced: a worker that lost its lease (another took the run over) writes nothing.
+APPEND = """
+WITH ins AS (
+    INSERT INTO run_events (run_id, seq, event, data, attempt)
+    SELECT %(run)s, %(seq)s, %(event)s, %(data)s::jsonb, %(attempt)s
+    WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
+                  AND status = 'running')
+    RETURNING seq)
+SELECT pg_notify(%(channel)s, %(run)s::text) FROM ins
+"""
+
+
+class LostRun(Exception):
+    """This worker no longer owns the run (its lease expired and another worker took it)."""
+
+
+async def append(
+    conn: AsyncConnection[Any], run_id: str, seq: int, event: str, data_json: str, attempt: int
+) -> None:
+    """Store one event and notify listeners; raises LostRun when fenced out."""
+    cur = await conn.execute(
+        APPEND,
+        {
+            "run": uuid.UUID(run_id),
+            "seq": seq,
+            "event": event,
+            "data": data_json,
+            "attempt": attempt,
+            "channel": EVENTS_CHANNEL,
+        },
+    )
+    if cur.rowcount != 1:
+        raise LostRun(run_id)
+
+
+async def append_unfenced(
+    conn: AsyncConnection[Any], run_id: str, event: str, data_json: str, attempt: int
+) -> int:
+    """Store an event for a run no worker holds (cancelled before it started, attempts spent)."""
+    cur = await conn.execute(
+        "INSERT INTO run_events (run_id, seq, event, data, attempt)"
+        " SELECT %(run)s, coalesce(max(seq), 0) + 1, %(event)s, %(data)s::jsonb, %(attempt)s"
+        " FROM run_events WHERE run_id = %(run)s RETURNING seq",
+        {"run": uuid.UUID(run_id), "event": event, "data": data_json, "attempt": attempt},
+    )
+    row = await cur.fetchone()
+    await conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
+    assert row is not None
+    return int(row["seq"])
+
+
+async def last_seq(conn: AsyncConnection[Any], run_id: str) -> int:
+    cur = await conn.execute(
+        "SELECT coalesce(max(seq), 0) AS seq FROM run_events WHERE run_id = %s",
+        (uuid.UUID(run_id),),
+    )
+    row = await cur.fetchone()
+    return int(row["seq"]) if row else 0
+
+
+async def read(
+    conn: AsyncConnection[Any], run_id: str, after: int, limit: int = 500
+) -> list[dict[str, Any]]:
+    """Events after ``after``, oldest first; ``data`` comes back as JSON text, ready to send."""
+    cur = await conn.execute(
+        "SELECT seq, event, data::text AS data FROM run_events"
+        " WHERE run_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+        (uuid.UUID(run_id), after, limit),
+    )
+    return list(await cur.fetchall())

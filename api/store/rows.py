@@ -1,0 +1,41 @@
+"""Row → API object conversions shared by the stores."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def run_out(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``runs`` row as the API's ``Run``."""
+    return {
+        "run_id": str(row["run_id"]),
+        "thread_id": row["thread_id"],
+        "assistant_id": row["assistant_id"],
+        "created_at": iso(row["created_at"]),
+        "updated_at": iso(row["updated_at"]),
+        "status": row["status"],
+        "metadata": row["metadata"],
+        "multitask_strategy": row["multitask_strategy"],
+        "kwargs": row["kwargs"],
+        "attempt": row["attempt"],
+        "error": row["error"],
+    }
+
+
+def thread_out(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``threads`` row as the API's ``Thread``."""
+    return {
+        "thread_id": row["thread_id"],
+        "created_at": iso(row["created_at"]),
+        "updated_at": iso(row["updated_at"]),
+        "metadata": row["metadata"],
+        "status": row["status"],
+        "values": row.get("state_values"),
+        "interrupts": row.get("interrupts") or {},
+        "last_run": row.get("last_run"),
+    }

@@ -1,0 +1,160 @@
+"""The run queue: create, claim with ``FOR UPDATE SKIP LOCKED``, lease, finish, cancel."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+from api.store import threads
+from api.store.rows import run_out
+
+RUNS_CHANNEL = "threadline_runs"
+ACTIVE = ("pending", "running")
+
+
+async def active_runs(conn: AsyncConnection[Any], thread_id: str) -> list[dict[str, Any]]:
+    cur = await conn.execute(
+        "SELECT * FROM runs WHERE thread_id = %s AND status IN ('pending', 'running')"
+        " ORDER BY created_at",
+        (thread_id,),
+    )
+    return [run_out(r) for r in await cur.fetchall()]
+
+
+async def insert(
+    conn: AsyncConnection[Any],
+    *,
+    thread_id: str,
+    assistant_id: str,
+    kwargs: dict[str, Any],
+    metadata: dict[str, Any],
+    multitask_strategy: str,
+) -> dict[str, Any]:
+    """Queue a run and mark its thread busy; call inside the transaction that checked the thread."""
+    cur = await conn.execute(
+        "INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, metadata, multitask_strategy)"
+        " VALUES (%s, %s, %s, %s, %s, %s) RETURNING *",
+        (
+            uuid.uuid4(),
+            thread_id,
+            assistant_id,
+            Jsonb(kwargs),
+            Jsonb(metadata),
+            multitask_strategy,
+        ),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    await threads.refresh_status(conn, thread_id)
+    await conn.execute("SELECT pg_notify(%s, %s)", (RUNS_CHANNEL, "new"))
+    return run_out(row)
+
+
+async def get(conn: AsyncConnection[Any], thread_id: str, run_id: str) -> dict[str, Any] | None:
+    try:
+        rid = uuid.UUID(run_id)
+    except ValueError:
+        return None
+    cur = await conn.execute(
+        "SELECT * FROM runs WHERE run_id = %s AND thread_id = %s", (rid, thread_id)
+    )
+    row = await cur.fetchone()
+    return run_out(row) if row else None
+
+
+async def list_for_thread(
+    conn: AsyncConnection[Any], thread_id: str, *, limit: int, offset: int, status: str | None
+) -> list[dict[str, Any]]:
+    cur = await conn.execute(
+        "SELECT * FROM runs WHERE thread_id = %s AND (%s::text IS NULL OR status = %s)"
+        " ORDER BY created_at DESC LIMIT %s OFFSET %s",
+        (thread_id, status, status, limit, offset),
+    )
+    return [run_out(r) for r in await cur.fetchall()]
+
+
+CLAIM = """
+UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = %(worker)s,
+       lease_until = now() + make_interval(secs => %(lease)s), updated_at = now()
+WHERE run_id = (
+    SELECT r.run_id FROM runs r
+    WHERE (r.status = 'pending' OR (r.status = 'running' AND r.lease_until < now()))
+      -- one run per thread at a time, oldest first
+      AND NOT EXISTS (
+          SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id AND o.run_id <> r.run_id
+            AND ((o.status = 'running' AND o.lease_until >= now())
+                 OR (o.status IN ('pending', 'running') AND o.created_at < r.created_at)))
+    ORDER BY r.created_at
+    FOR UPDATE SKIP LOCKED
+    LIMIT 1)
+RETURNING *
+"""
+
+
+async def claim(conn: AsyncConnection[Any], worker_id: str, lease: float) -> dict[str, Any] | None:
+    """Take the oldest runnable run (pending, or running with an expired lease)."""
+    cur = await conn.execute(CLAIM, {"worker": worker_id, "lease": lease})
+    row = await cur.fetchone()
+    return run_out(row) if row else None
+
+
+async def renew(
+    conn: AsyncConnection[Any], worker_id: str, lease: float
+) -> dict[str, tuple[int, bool]]:
+    """Extend this worker's leases; returns run id → (attempt, cancel requested)."""
+    cur = await conn.execute(
+        "UPDATE runs SET lease_until = now() + make_interval(secs => %s)"
+        " WHERE worker_id = %s AND status = 'running'"
+        " RETURNING run_id, attempt, cancel_requested",
+        (lease, worker_id),
+    )
+    return {str(r["run_id"]): (r["attempt"], r["cancel_requested"]) for r in await cur.fetchall()}
+
+
+async def release(conn: AsyncConnection[Any], run_id: str, attempt: int, worker_id: str) -> None:
+    """Hand a run back (shutdown): another worker claims it at once, as its next attempt."""
+    await conn.execute(
+        "UPDATE runs SET status = 'pending', worker_id = NULL, lease_until = NULL,"
+        " updated_at = now() WHERE run_id = %s AND attempt = %s AND worker_id = %s",
+        (uuid.UUID(run_id), attempt, worker_id),
+    )
+    await conn.execute("SELECT pg_notify(%s, %s)", (RUNS_CHANNEL, "new"))
+
+
+async def expire_dead_workers(conn: AsyncConnection[Any], alive: Any, host_prefix: str) -> int:
+    """Expire the leases of runs held by processes of this host that no longer exist."""
+    cur = await conn.execute(
+        "SELECT run_id, worker_id FROM runs WHERE status = 'running' AND worker_id LIKE %s",
+        (host_prefix + "%",),
+    )
+    dead = [r["run_id"] for r in await cur.fetchall() if not alive(r["worker_id"])]
+    if dead:
+        await conn.execute(
+            "UPDATE runs SET lease_until = now() - interval '1 second' WHERE run_id = ANY(%s)"
+            " AND status = 'running'",
+            (dead,),
+        )
+        await conn.execute("SELECT pg_notify(%s, %s)", (RUNS_CHANNEL, "new"))
+    return len(dead)
+
+
+async def request_cancel(conn: AsyncConnection[Any], run_id: str) -> dict[str, Any] | None:
+    """Mark a run cancelled: a pending one ends now, a running one at its worker's next check."""
+    async with conn.transaction():
+        cur = await conn.execute(
+            "UPDATE runs SET cancel_requested = true, updated_at = now(),"
+            " status = CASE WHEN status = 'pending' THEN 'interrupted' ELSE status END,"
+            " error = CASE WHEN status = 'pending' THEN 'cancelled before it started' ELSE error END"
+            " WHERE run_id = %s AND status IN ('pending', 'running') RETURNING *",
+            (uuid.UUID(run_id),),
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        if row["status"] == "interrupted":
+            await threads.refresh_status(conn, row["thread_id"], after="idle")
+        await conn.execute("SELECT pg_notify(%s, %s)", (RUNS_CHANNEL, f"cancel:{row['run_id']}"))
+    return run_out(row)

@@ -1,0 +1,97 @@
+"""Threads: rows, status that follows their runs, search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+from api.store.rows import thread_out
+
+LAST_RUN = """
+    (SELECT jsonb_build_object('run_id', r.run_id, 'status', r.status, 'attempt', r.attempt,
+                               'error', r.error, 'lease_expired',
+                               r.status = 'running' AND r.lease_until < now())
+       FROM runs r WHERE r.thread_id = t.thread_id ORDER BY r.created_at DESC LIMIT 1) AS last_run
+"""
+
+
+async def create(
+    conn: AsyncConnection[Any], thread_id: str, metadata: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Insert a thread; None when it already exists."""
+    cur = await conn.execute(
+        "INSERT INTO threads (thread_id, metadata) VALUES (%s, %s)"
+        " ON CONFLICT (thread_id) DO NOTHING RETURNING *",
+        (thread_id, Jsonb(metadata)),
+    )
+    row = await cur.fetchone()
+    return thread_out(row) if row else None
+
+
+async def get(conn: AsyncConnection[Any], thread_id: str) -> dict[str, Any] | None:
+    cur = await conn.execute(
+        f"SELECT t.*, {LAST_RUN} FROM threads t WHERE t.thread_id = %s", (thread_id,)
+    )
+    row = await cur.fetchone()
+    return thread_out(row) if row else None
+
+
+async def patch(
+    conn: AsyncConnection[Any], thread_id: str, metadata: dict[str, Any]
+) -> dict[str, Any] | None:
+    cur = await conn.execute(
+        "UPDATE threads SET metadata = metadata || %s, updated_at = now()"
+        " WHERE thread_id = %s RETURNING *",
+        (Jsonb(metadata), thread_id),
+    )
+    row = await cur.fetchone()
+    return thread_out(row) if row else None
+
+
+async def delete(conn: AsyncConnection[Any], thread_id: str) -> bool:
+    cur = await conn.execute("DELETE FROM threads WHERE thread_id = %s", (thread_id,))
+    return cur.rowcount > 0
+
+
+async def search(
+    conn: AsyncConnection[Any],
+    *,
+    status: str | None,
+    metadata: dict[str, Any] | None,
+    limit: int,
+    offset: int,
+) -> list[dict[str, Any]]:
+    """Newest first, filtered by status and metadata containment."""
+    cur = await conn.execute(
+        f"SELECT t.*, {LAST_RUN} FROM threads t"
+        " WHERE (%(status)s::text IS NULL OR t.status = %(status)s)"
+        "   AND t.metadata @> %(metadata)s"
+        " ORDER BY t.created_at DESC, t.thread_id LIMIT %(limit)s OFFSET %(offset)s",
+        {"status": status, "metadata": Jsonb(metadata or {}), "limit": limit, "offset": offset},
+    )
+    return [thread_out(r) for r in await cur.fetchall()]
+
+
+async def refresh_status(
+    conn: AsyncConnection[Any],
+    thread_id: str,
+    *,
+    after: str | None = None,
+    values: Any = None,
+) -> None:
+    """Set a thread's status from its runs: busy while one is pending or running, else ``after``."""
+    await conn.execute(
+        """
+        UPDATE threads SET
+          status = CASE
+            WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = %(t)s
+                         AND status IN ('pending', 'running')) THEN 'busy'
+            ELSE coalesce(%(after)s, status) END,
+          state_values = coalesce(%(values)s, state_values),
+          updated_at = now()
+        WHERE thread_id = %(t)s
+        """,
+        {"t": thread_id, "after": after, "values": Jsonb(values) if values is not None else None},
+    )

@@ -1,0 +1,342 @@
+"""Workers: claim runs from the queue, execute them, store their events, keep their leases.
+
+Every server process runs one :class:`Workers`. A run is claimed with ``FOR UPDATE SKIP LOCKED``
+and held by a lease the heartbeat renews; a process that dies stops renewing, and any live one
+claims the run again after the lease expires, as its next attempt. Every attempt passes the run's
+own input with the run's id in the config metadata: LangGraph then continues from the run's last
+checkpoint (as with input ``None``) once one exists, and starts the input when the previous
+attempt died before saving any, so no input is lost and no finished step runs twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.types import Command
+from psycopg_pool import AsyncConnectionPool
+
+from api.hub import Hub
+from api.serde import dumps
+from api.settings import Settings
+from api.store import audit, events, runs, threads
+from api.store.events import LostRun
+
+logger = logging.getLogger(__name__)
+
+ALWAYS_STORED = ("updates", "custom")
+"""Stored for every run whatever it streams: the page, the audit log and replays rely on them."""
+
+
+def graph_modes(requested: list[str]) -> list[str]:
+    """LangGraph stream modes to run with: the requested ones plus those always stored."""
+    modes = {"messages" if m in ("messages", "messages-tuple") else m for m in requested}
+    return sorted(modes | set(ALWAYS_STORED))
+
+
+def is_cached(data: Any) -> bool:
+    """An update LangGraph re-emits for a task it did not run again."""
+    return isinstance(data, dict) and bool((data.get("__metadata__") or {}).get("cached"))
+
+
+def run_input(kwargs: dict[str, Any]) -> Any:
+    command = kwargs.get("command")
+    if command:
+        return Command(
+            resume=command.get("resume"),
+            update=command.get("update"),
+            goto=command.get("goto") or (),
+        )
+    return kwargs.get("input")
+
+
+def pid_alive(worker_id: str) -> bool:
+    """Whether the process named in a worker id of this host still exists."""
+    try:
+        pid = int(worker_id.split("/")[1])
+        os.kill(pid, 0)
+    except (IndexError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class Execution:
+    run: dict[str, Any]
+    task: asyncio.Task[None] | None = None
+    stop_reason: str | None = None
+    """``cancel``, ``lost`` or ``shutdown`` once the worker decided to stop it."""
+
+
+@dataclass
+class Workers:
+    """The worker pool of one process."""
+
+    settings: Settings
+    pool: AsyncConnectionPool
+    hub: Hub
+    graphs: dict[str, Any]
+    worker_id: str = field(
+        default_factory=lambda: f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+    )
+
+    def __post_init__(self) -> None:
+        self.active: dict[str, Execution] = {}
+        self.slots = asyncio.Semaphore(self.settings.workers)
+        self.stopping = False
+        self._loops: list[asyncio.Task[None]] = []
+        self.hub.on_cancel = self._cancel_local
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        async with self.pool.connection() as conn:
+            host = self.worker_id.split("/")[0] + "/"
+            swept = await runs.expire_dead_workers(conn, pid_alive, host)
+            if swept:
+                logger.info("recovering %d run(s) orphaned by a dead process of this host", swept)
+        self._loops = [
+            asyncio.create_task(self._claim_loop(), name="threadline-claim"),
+            asyncio.create_task(self._heartbeat_loop(), name="threadline-heartbeat"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop claiming; give running runs the grace period, then hand the rest back."""
+        self.stopping = True
+        self.hub.runs_changed.set()
+        for loop in self._loops[:1]:
+            loop.cancel()
+        pending = [e.task for e in self.active.values() if e.task]
+        if pending:
+            await asyncio.wait(pending, timeout=self.settings.shutdown_grace_seconds)
+        for execution in list(self.active.values()):
+            self._stop(execution, "shutdown")
+        remaining = [e.task for e in self.active.values() if e.task]
+        if remaining:
+            await asyncio.wait(remaining, timeout=10)
+        for loop in self._loops:
+            loop.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+
+    # -- loops ---------------------------------------------------------------------------------
+
+    async def _claim_loop(self) -> None:
+        while not self.stopping:
+            await self.slots.acquire()
+            try:
+                self.hub.runs_changed.clear()
+                async with self.pool.connection() as conn:
+                    run = await runs.claim(conn, self.worker_id, self.settings.lease_seconds)
+            except asyncio.CancelledError:
+                self.slots.release()
+                raise
+            except Exception:
+                self.slots.release()
+                logger.exception("claiming a run failed; retrying")
+                await asyncio.sleep(self.settings.poll_seconds)
+                continue
+            if run is None:
+                self.slots.release()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self.hub.runs_changed.wait(), timeout=self.settings.poll_seconds
+                    )
+                continue
+            execution = Execution(run=run)
+            self.active[run["run_id"]] = execution
+            execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.heartbeat_seconds)
+            if not self.active:
+                continue
+            try:
+                async with self.pool.connection() as conn:
+                    held = await runs.renew(conn, self.worker_id, self.settings.lease_seconds)
+            except Exception:
+                logger.exception("renewing leases failed")
+                continue
+            for run_id, execution in list(self.active.items()):
+                mine = held.get(run_id)
+                if mine is None or mine[0] != execution.run["attempt"]:
+                    if execution.task and not execution.task.done():
+                        self._stop(execution, "lost")
+                elif mine[1]:
+                    self._stop(execution, "cancel")
+
+    def _cancel_local(self, run_id: str) -> None:
+        execution = self.active.get(run_id)
+        if execution:
+            self._stop(execution, "cancel")
+
+    def _stop(self, execution: Execution, reason: str) -> None:
+        if execution.stop_reason is None and execution.task and not execution.task.done():
+            execution.stop_reason = reason
+            execution.task.cancel()
+
+    # -- one run -------------------------------------------------------------------------------
+
+    async def _execute(self, execution: Execution) -> None:
+        run = execution.run
+        run_id = run["run_id"]
+        try:
+            await self._run(execution)
+        except asyncio.CancelledError:
+            await self._after_stop(execution)
+        except LostRun:
+            logger.warning("run %s was taken over by another worker", run_id)
+        except Exception:
+            logger.exception("run %s: bookkeeping failed; its lease will expire", run_id)
+        finally:
+            self.active.pop(run_id, None)
+            self.slots.release()
+
+    async def _run(self, execution: Execution) -> None:
+        run = execution.run
+        run_id, attempt, thread_id = run["run_id"], run["attempt"], run["thread_id"]
+        emitter = Emitter(self.pool, self.hub, run_id, attempt, thread_id)
+        async with self.pool.connection() as conn:
+            emitter.seq = await events.last_seq(conn, run_id)
+        if attempt > self.settings.max_attempts:
+            message = (
+                f"run stopped after {self.settings.max_attempts} attempts: each time the "
+                "process running it died or stopped renewing its lease. Fix the cause, then "
+                "resume the thread with a new run whose input is null."
+            )
+            await emitter.emit("error", {"error": "AttemptsExhausted", "message": message})
+            await self._finish(emitter, thread_id, "error", message, values=None, interrupted=False)
+            return
+        await emitter.emit("metadata", {"run_id": run_id, "attempt": attempt})
+        kwargs = run["kwargs"]
+        graph = self.graphs[run["assistant_id"]]
+        user_config = kwargs.get("config") or {}
+        config: dict[str, Any] = {
+            **user_config,
+            "configurable": {**(user_config.get("configurable") or {}), "thread_id": thread_id},
+            "metadata": {**(user_config.get("metadata") or {}), "run_id": run_id},
+            "recursion_limit": user_config.get("recursion_limit")
+            or self.settings.limits.recursion_limit(),
+        }
+        try:
+            async for mode, chunk in graph.astream(
+                run_input(kwargs),
+                config,
+                stream_mode=graph_modes(kwargs.get("stream_mode") or ["values"]),
+                durability="sync",
+            ):
+                if mode == "updates" and is_cached(chunk):
+                    continue
+                await emitter.emit(mode, chunk)
+            state = await graph.aget_state(config)
+        except (asyncio.CancelledError, LostRun):
+            raise
+        except Exception as err:
+            logger.exception("run %s failed", run_id)
+            message = f"{type(err).__name__}: {err}"
+            await emitter.emit("error", {"error": type(err).__name__, "message": str(err)})
+            await self._finish(emitter, thread_id, "error", message, values=None, interrupted=False)
+            return
+        interrupted = bool(state.interrupts)
+        await self._finish(
+            emitter,
+            thread_id,
+            "interrupted" if interrupted else "success",
+            None,
+            values=state.values,
+            interrupted=interrupted,
+        )
+
+    async def _finish(
+        self,
+        emitter: Emitter,
+        thread_id: str,
+        status: str,
+        error: str | None,
+        *,
+        values: Any,
+        interrupted: bool,
+    ) -> None:
+        """End event, run status and thread status in one transaction (fenced by the attempt)."""
+        from api.serde import to_jsonable
+
+        async with self.pool.connection() as conn, conn.transaction():
+            await emitter.emit_on(conn, "end", {"run_id": emitter.run_id, "status": status})
+            await conn.execute(
+                "UPDATE runs SET status = %s, error = %s, lease_until = NULL, updated_at = now()"
+                " WHERE run_id = %s",
+                (status, error, uuid.UUID(emitter.run_id)),
+            )
+            after = "interrupted" if interrupted else ("error" if status == "error" else "idle")
+            await threads.refresh_status(
+                conn, thread_id, after=after, values=to_jsonable(values) if values else None
+            )
+        self.hub.runs_changed.set()
+
+    async def _after_stop(self, execution: Execution) -> None:
+        run = execution.run
+        reason = execution.stop_reason
+        if reason == "cancel":
+            emitter = Emitter(self.pool, self.hub, run["run_id"], run["attempt"], run["thread_id"])
+            async with self.pool.connection() as conn:
+                emitter.seq = await events.last_seq(conn, run["run_id"])
+            with contextlib.suppress(LostRun):
+                await self._finish(
+                    emitter,
+                    run["thread_id"],
+                    "interrupted",
+                    "cancelled on request",
+                    values=None,
+                    interrupted=False,
+                )
+        elif reason == "shutdown":
+            async with self.pool.connection() as conn:
+                await runs.release(conn, run["run_id"], run["attempt"], self.worker_id)
+        # "lost": another worker owns the run now; write nothing.
+
+
+class Emitter:
+    """Numbers a run's events and stores each before anyone can read it.
+
+    ``tool_finished`` progress events also go to the audit log, in the same transaction.
+    """
+
+    def __init__(
+        self, pool: AsyncConnectionPool, hub: Hub, run_id: str, attempt: int, thread_id: str
+    ) -> None:
+        self.pool, self.hub, self.run_id, self.attempt = pool, hub, run_id, attempt
+        self.thread_id = thread_id
+        self.seq = 0
+        self._tool_args: dict[str, Any] = {}
+
+    async def emit(self, event: str, data: Any) -> None:
+        kind = data.get("type") if event == "custom" and isinstance(data, dict) else None
+        if kind == "tool_started":
+            self._tool_args[str(data.get("tool_call_id"))] = data.get("args")
+        async with self.pool.connection() as conn:
+            if kind == "tool_finished":
+                async with conn.transaction():
+                    await self.emit_on(conn, event, data)
+                    await audit.record_tool(
+                        conn,
+                        thread_id=self.thread_id,
+                        run_id=self.run_id,
+                        attempt=self.attempt,
+                        event=data,
+                        args=self._tool_args.pop(str(data.get("tool_call_id")), None),
+                    )
+            else:
+                await self.emit_on(conn, event, data)
+
+    async def emit_on(self, conn: Any, event: str, data: Any) -> None:
+        await events.append(conn, self.run_id, self.seq + 1, event, dumps(data), self.attempt)
+        self.seq += 1
+        self.hub.wake_run(self.run_id)
