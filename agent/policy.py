@@ -11,7 +11,7 @@ DECISIONS: tuple[str, ...] = get_args(Decision)
 
 
 def validate_rules(rules: Mapping[str, object]) -> dict[str, Decision]:
-    """Check a rule map (tool name or ``"*"`` → auto | ask | deny); ValueError says what is wrong."""
+    """Check rules (tool name or ``"*"`` → auto | ask | deny); ValueError says what is wrong."""
     if not isinstance(rules, Mapping):
         raise ValueError("approval_policy must be an object mapping tool names (or '*') to a rule")
     bad = {k: v for k, v in rules.items() if v not in DECISIONS or not isinstance(k, str)}

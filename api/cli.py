@@ -10,6 +10,7 @@ import sys
 import uuid
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from pydantic import ValidationError
 
@@ -80,12 +81,13 @@ async def drive(settings: Settings, thread_id: str, first_input: Any, *, auto_ap
     """Stream the run to the terminal, answering approvals; returns the exit code."""
     async with open_runtime(settings) as runtime:
         graph = runtime.graphs[BUILTIN_ASSISTANT]
-        config: dict[str, Any] = {
+        config: RunnableConfig = {
             "configurable": {"thread_id": thread_id},
             "recursion_limit": settings.limits.recursion_limit(),
         }
         print(
-            f"thread {thread_id} · model: {settings.model_label} · database: {runtime.database.mode}"
+            f"thread {thread_id} · model: {settings.model_label} · "
+            f"database: {runtime.database.mode}"
         )
         next_input: Any = first_input
         while True:
@@ -105,7 +107,8 @@ async def drive(settings: Settings, thread_id: str, first_input: Any, *, auto_ap
                 break
             if not auto_approve and not sys.stdin.isatty():
                 print(
-                    f"\nthread {thread_id} waits for approval of {len(pending)} call(s). Answer with "
+                    f"\nthread {thread_id} waits for approval of {len(pending)} call(s). "
+                    "Answer with "
                     f"`threadline resume {thread_id} --auto-approve`, on a terminal with "
                     f"`threadline resume {thread_id}`, or through the API "
                     f"(POST /threads/{thread_id}/approvals)."

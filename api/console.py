@@ -23,7 +23,8 @@ def render_custom(data: Any) -> str | None:
         return f"  → {data.get('tool')} {_short(data.get('args'))}"
     if kind == "tool_finished":
         mark = "ok" if data.get("ok") else "error"
-        return f"  ← {data.get('tool')} {mark} in {data.get('duration', 0):.2f}s: {_short(data.get('output', ''), 80)}"
+        took = f"{data.get('duration', 0):.2f}s"
+        return f"  ← {data.get('tool')} {mark} in {took}: {_short(data.get('output', ''), 80)}"
     if kind == "verify":
         passed = data.get("passed")
         head = "no check" if passed is None else ("passed" if passed else "failed")

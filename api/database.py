@@ -17,10 +17,13 @@ from typing import Any
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
 logger = logging.getLogger(__name__)
+
+Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
+"""The process's pool; connections return rows as dicts."""
 
 MIGRATION_LOCK = 7_310_001
 """Advisory lock key: replicas starting together run migrations and ``setup()`` one at a time."""
@@ -75,10 +78,11 @@ def connection_kwargs() -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def open_pool(url: str, *, max_size: int) -> AsyncIterator[AsyncConnectionPool]:
+async def open_pool(url: str, *, max_size: int) -> AsyncIterator[Pool]:
     """The process's one pool; connections are checked before use so a restarted server heals."""
-    pool: AsyncConnectionPool = AsyncConnectionPool(
+    pool: Pool = AsyncConnectionPool(
         url,
+        connection_class=AsyncConnection[DictRow],
         min_size=1,
         max_size=max_size,
         kwargs=connection_kwargs(),
@@ -127,19 +131,19 @@ async def migrate(conn: AsyncConnection[Any]) -> list[str]:
 
 
 class PooledSaver(AsyncPostgresSaver):
-    """``AsyncPostgresSaver`` whose per-instance lock admits as many calls as it may use connections.
+    """``AsyncPostgresSaver`` whose lock admits as many calls at once as it may use connections.
 
     The stock saver serializes every call behind one ``asyncio.Lock`` (needed for a single
     connection). On a pool each call takes its own connection, so a semaphore sized to the share of
     the pool set aside for checkpoints lets concurrent runs checkpoint in parallel.
     """
 
-    def __init__(self, pool: AsyncConnectionPool, *, concurrency: int) -> None:
+    def __init__(self, pool: Pool, *, concurrency: int) -> None:
         super().__init__(pool)
         self.lock = asyncio.Semaphore(concurrency)  # type: ignore[assignment]
 
 
-async def prepare_schema(pool: AsyncConnectionPool, saver: AsyncPostgresSaver) -> None:
+async def prepare_schema(pool: Pool, saver: AsyncPostgresSaver) -> None:
     """Migrations and the saver's ``setup()``, once across replicas starting together."""
     async with pool.connection() as conn:
         await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))

@@ -10,7 +10,8 @@ from api.service import Service
 
 
 def get_service(request: Request) -> Service:
-    return request.app.state.service  # type: ignore[no-any-return]
+    service: Service = request.app.state.service
+    return service
 
 
 ServiceDep = Annotated[Service, Depends(get_service)]

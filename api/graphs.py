@@ -7,6 +7,7 @@ either. Paths are relative to the file.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import inspect
@@ -66,13 +67,13 @@ async def _resolve(obj: Any, saver: BaseCheckpointSaver) -> Pregel:
 async def load_graphs(config_file: Path, saver: BaseCheckpointSaver) -> dict[str, Pregel]:
     """Every graph the file names, compiled with ``saver``."""
     try:
-        data = json.loads(config_file.read_text())
+        data = json.loads(await asyncio.to_thread(config_file.read_text))
     except (OSError, json.JSONDecodeError) as err:
         raise GraphConfigError(f"cannot read graph config {config_file}: {err}") from None
     graphs = data.get("graphs") if isinstance(data, dict) else None
     if not isinstance(graphs, dict) or not graphs:
         raise GraphConfigError(f"{config_file} needs a non-empty 'graphs' object")
-    base = config_file.resolve().parent
+    base = config_file.absolute().parent  # noqa: ASYNC240 - path arithmetic, no I/O
     out: dict[str, Pregel] = {}
     for graph_id, spec in graphs.items():
         if isinstance(spec, dict):

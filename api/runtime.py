@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
-from psycopg_pool import AsyncConnectionPool
+from langgraph.pregel import Pregel
 
 from agent import ApprovalPolicy, build_graph
 from agent.models import OfflineChatModel
 from agent.policy import validate_rules
 from agent.tools import ToolSpec, default_tools
 from agent.tools.command import DEFAULT_ALLOWED_PROGRAMS
-from api.database import Database, PooledSaver, open_pool, prepare_schema, resolve_database
+from api.database import Database, Pool, PooledSaver, open_pool, prepare_schema, resolve_database
 from api.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -48,9 +48,9 @@ class Runtime:
 
     settings: Settings
     database: Database
-    pool: AsyncConnectionPool
+    pool: Pool
     saver: PooledSaver
-    graphs: dict[str, CompiledStateGraph] = field(default_factory=dict)
+    graphs: dict[str, Pregel] = field(default_factory=dict)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     """The built-in agent's tools by name (approval edits are validated against them)."""
 

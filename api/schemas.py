@@ -97,10 +97,10 @@ class Thread(BaseModel):
     values: Any = None
     interrupts: dict[str, Any] = Field(default_factory=dict)
     last_run: dict[str, Any] | None = None
-    """The thread's latest run (id, status, attempt, error): tells a died run from a finished one."""
+    """The latest run (id, status, attempt, error): tells a died run from a finished one."""
 
 
-class Run(BaseModel):
+class Run(BaseModel):  # type: ignore[no-redef]  # a field named "kwargs", as in the SDK
     run_id: str
     thread_id: str
     assistant_id: str

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from langgraph.graph.state import CompiledStateGraph
-from psycopg_pool import AsyncConnectionPool
+from langgraph.pregel import Pregel
 
 from agent.approval import parse_decision
+from agent.tasks import get_task
+from api.database import Pool
 from api.errors import Conflict, Invalid, NotFound
 from api.hub import Hub
-from api.runtime import Runtime
+from api.runtime import BUILTIN_ASSISTANT, Runtime
 from api.schemas import RunCreate
 from api.serde import to_jsonable
 from api.store import audit, events, runs, threads
@@ -25,16 +26,40 @@ from api.store.rows import run_out
 INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
 
 
+def check_agent_input(value: Any) -> None:
+    """The built-in agent's input: a catalog task with valid params, or messages (422 otherwise).
+
+    Checked here so a typo is a 422 at once instead of a run that fails in its first step.
+    """
+    if value is None:
+        return
+    if not isinstance(value, dict) or not ({"task", "messages"} & value.keys()):
+        raise Invalid(
+            'The agent\'s input is {"task": {"name": ..., "params": {...}}} (GET /tasks lists '
+            'them), {"messages": [{"role": "user", "content": "..."}]}, or null to resume.'
+        )
+    task = value.get("task")
+    if task is not None:
+        if not isinstance(task, dict) or not isinstance(task.get("name"), str):
+            raise Invalid('input.task needs a "name" (GET /tasks lists them) and "params"')
+        try:
+            get_task(task["name"]).parse_params(task.get("params"))
+        except KeyError as err:
+            raise Invalid(str(err.args[0])) from None
+        except ValueError as err:
+            raise Invalid(str(err)) from None
+
+
 @dataclass
 class Service:
     runtime: Runtime
     hub: Hub
 
     @property
-    def pool(self) -> AsyncConnectionPool:
+    def pool(self) -> Pool:
         return self.runtime.pool
 
-    def graph(self, assistant_id: str) -> CompiledStateGraph:
+    def graph(self, assistant_id: str) -> Pregel:
         try:
             return self.runtime.graphs[assistant_id]
         except KeyError:
@@ -64,7 +89,8 @@ class Service:
     async def _assistant_of(self, thread_id: str) -> str:
         async with self.pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT assistant_id FROM runs WHERE thread_id = %s ORDER BY created_at DESC LIMIT 1",
+                "SELECT assistant_id FROM runs WHERE thread_id = %s"
+                " ORDER BY created_at DESC LIMIT 1",
                 (thread_id,),
             )
             row = await cur.fetchone()
@@ -92,6 +118,8 @@ class Service:
             orjson.dumps(kwargs)
         except TypeError as err:
             raise Invalid(f"the run's input must be JSON: {err}") from None
+        if body.assistant_id == BUILTIN_ASSISTANT:
+            check_agent_input(body.input)
         answers: dict[str, Any] = {}
         if body.command and body.command.resume is not None:
             answers = await self.check_resume(thread_id, body.assistant_id, body.command.resume)
@@ -110,7 +138,8 @@ class Service:
             if active and body.multitask_strategy == "reject":
                 raise Conflict(
                     f"Thread {thread_id!r} already has an active run ({active[0]['run_id']}, "
-                    f"{active[0]['status']}). Wait for it (GET .../runs/{active[0]['run_id']}/join), "
+                    f"{active[0]['status']}). Wait for it "
+                    f"(GET .../runs/{active[0]['run_id']}/join), "
                     'cancel it, or send "multitask_strategy": "enqueue".'
                 )
             run = await runs.insert(

@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 
-from psycopg_pool import AsyncConnectionPool
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from api.database import Pool
 from api.hub import Hub
 from api.store import events
 
@@ -25,7 +25,7 @@ def wanted(modes: Iterable[str]) -> set[str]:
 
 
 async def run_events(
-    pool: AsyncConnectionPool,
+    pool: Pool,
     hub: Hub,
     run_id: str,
     *,

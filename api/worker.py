@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.types import Command
-from psycopg_pool import AsyncConnectionPool
 
+from api.database import Pool
 from api.hub import Hub
 from api.serde import dumps
 from api.settings import Settings
@@ -81,7 +81,7 @@ class Workers:
     """The worker pool of one process."""
 
     settings: Settings
-    pool: AsyncConnectionPool
+    pool: Pool
     hub: Hub
     graphs: dict[str, Any]
     worker_id: str = field(
@@ -309,9 +309,7 @@ class Emitter:
     ``tool_finished`` progress events also go to the audit log, in the same transaction.
     """
 
-    def __init__(
-        self, pool: AsyncConnectionPool, hub: Hub, run_id: str, attempt: int, thread_id: str
-    ) -> None:
+    def __init__(self, pool: Pool, hub: Hub, run_id: str, attempt: int, thread_id: str) -> None:
         self.pool, self.hub, self.run_id, self.attempt = pool, hub, run_id, attempt
         self.thread_id = thread_id
         self.seq = 0

@@ -119,7 +119,7 @@ class AgentStep:
         response = await self.bound.ainvoke([self.system, *messages], config)
         if not isinstance(response, AIMessage):  # pragma: no cover - chat models return AIMessage
             response = AIMessage(content=str(response.content))
-        tokens = (response.usage_metadata or {}).get("total_tokens", 0)
+        tokens = response.usage_metadata["total_tokens"] if response.usage_metadata else 0
         usage["steps"] = step
         usage["tokens"] += tokens
         usage["seconds"] += time.monotonic() - started

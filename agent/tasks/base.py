@@ -73,7 +73,8 @@ class Task:
             )
             raise ValueError(
                 f"invalid params for task {self.name!r}: {problems}. "
-                f"Accepted params: {json.dumps(self.params_model.model_json_schema()['properties'])}"
+                "Accepted params: "
+                + json.dumps(self.params_model.model_json_schema()["properties"])
             ) from None
 
     def materialize(self, raw_params: dict[str, Any] | None, workspace: Path) -> TaskSpec:

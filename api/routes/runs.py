@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
 from api.deps import ServiceDep
-from api.schemas import Run, RunCreate, StreamMode
+from api.errors import ApiError, Invalid
+from api.schemas import SUPPORTED_MODES, Run, RunCreate
 from api.sse import parse_last_event_id, run_events, sse_response
 
 router = APIRouter(tags=["runs"])
@@ -48,10 +50,8 @@ async def _cancel_on_disconnect(
             yield event
     finally:
         if not ended:
-            try:
+            with contextlib.suppress(ApiError):  # finished meanwhile: nothing to cancel
                 await svc.cancel(thread_id, run_id)
-            except Exception:  # already finished: nothing to cancel
-                pass
 
 
 @router.post("/threads/{thread_id}/runs/wait")
@@ -99,17 +99,27 @@ async def join_stream(
     thread_id: str,
     run_id: str,
     svc: ServiceDep,
+    request: Request,
     last_event_id: str | None = Header(None, alias="Last-Event-ID"),
-    stream_mode: list[StreamMode] | None = Query(None),
+    stream_mode: list[str] | None = Query(None),
+    cancel_on_disconnect: bool = Query(False),
 ) -> EventSourceResponse:
-    """Join a run's stream: replays what came after ``Last-Event-ID`` (``-1``: all), then live."""
+    """Join a run's stream: replays what came after ``Last-Event-ID`` (``-1``: all), then live.
+
+    ``stream_mode`` narrows the run's modes (the SDK sends an empty value for "all of them");
+    ``cancel_on_disconnect=true`` cancels the run when this client goes away before its end.
+    """
+    requested = [m for m in stream_mode or [] if m]
+    unknown = [m for m in requested if m not in SUPPORTED_MODES]
+    if unknown:
+        raise Invalid(f"stream_mode {unknown} is not supported; use {', '.join(SUPPORTED_MODES)}")
     run = await svc.run(thread_id, run_id)
     after = parse_last_event_id(last_event_id)
-    modes = stream_mode or run["kwargs"].get("stream_mode") or ["values"]
-    return sse_response(
-        run_events(svc.pool, svc.hub, run_id, after=after, modes=modes),
-        headers=_links(thread_id, run_id),
-    )
+    modes = requested or run["kwargs"].get("stream_mode") or ["values"]
+    stream = run_events(svc.pool, svc.hub, run_id, after=after, modes=modes)
+    if cancel_on_disconnect:
+        stream = _cancel_on_disconnect(svc, thread_id, run_id, stream, request)
+    return sse_response(stream, headers=_links(thread_id, run_id))
 
 
 @router.post("/threads/{thread_id}/runs/{run_id}/cancel", response_model=Run, status_code=202)

@@ -53,3 +53,11 @@ async def get_assistant(assistant_id: str, svc: ServiceDep) -> Any:
         "config": {},
         "metadata": {},
     }
+
+
+@router.get("/tasks")
+async def list_tasks() -> Any:
+    """The demo tasks the built-in agent ships with, and their parameters."""
+    from agent.tasks import CATALOG
+
+    return [task.describe() for task in CATALOG.values()]

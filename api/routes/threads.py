@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from fastapi import APIRouter, Response
 from langgraph.types import StateSnapshot
@@ -107,10 +108,8 @@ async def delete_thread(thread_id: str, svc: ServiceDep) -> Response:
     await svc.runtime.saver.adelete_thread(thread_id)
     from agent.tools import workspace_dir
 
-    try:
+    with contextlib.suppress(ValueError):  # an id that cannot name a workspace never had one
         shutil.rmtree(workspace_dir(svc.runtime.settings.data_dir, thread_id), ignore_errors=True)
-    except ValueError:
-        pass  # an id that cannot name a workspace never had one
     return Response(status_code=204)
 
 
@@ -132,7 +131,7 @@ async def get_history(thread_id: str, body: HistoryQuery, svc: ServiceDep) -> An
         before = {"configurable": {"thread_id": thread_id, "checkpoint_id": body.before}}
     out = []
     async for snap in graph.aget_state_history(
-        svc.thread_config(thread_id), limit=body.limit, before=before
+        svc.thread_config(thread_id), limit=body.limit, before=cast(Any, before)
     ):
         out.append(state_out(snap))
     return out

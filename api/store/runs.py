@@ -147,7 +147,8 @@ async def request_cancel(conn: AsyncConnection[Any], run_id: str) -> dict[str, A
         cur = await conn.execute(
             "UPDATE runs SET cancel_requested = true, updated_at = now(),"
             " status = CASE WHEN status = 'pending' THEN 'interrupted' ELSE status END,"
-            " error = CASE WHEN status = 'pending' THEN 'cancelled before it started' ELSE error END"
+            " error = CASE WHEN status = 'pending' THEN 'cancelled before it started'"
+            "              ELSE error END"
             " WHERE run_id = %s AND status IN ('pending', 'running') RETURNING *",
             (uuid.UUID(run_id),),
         )
