@@ -65,6 +65,14 @@ class Task:
 
     def parse_params(self, raw: dict[str, Any] | None) -> BaseModel:
         """Validate parameters; ValueError names what is wrong and what is accepted."""
+        fields = self.params_model.model_fields
+        unknown = sorted(set(raw) - set(fields)) if isinstance(raw, dict) else []
+        if unknown:
+            # Otherwise a misspelt parameter would be ignored silently and its default used.
+            raise ValueError(
+                f"invalid params for task {self.name!r}: unknown {', '.join(unknown)}. "
+                f"Accepted params: {', '.join(fields) or 'none'}"
+            )
         try:
             return self.params_model.model_validate(raw or {})
         except ValidationError as err:

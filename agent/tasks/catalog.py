@@ -6,8 +6,9 @@ from agent.tasks.base import Task
 from agent.tasks.counter import COUNTER
 from agent.tasks.fix_test import FIX_TEST
 from agent.tasks.greet import GREET
+from agent.tasks.notes import NOTES
 
-CATALOG: dict[str, Task] = {t.name: t for t in (COUNTER, FIX_TEST, GREET)}
+CATALOG: dict[str, Task] = {t.name: t for t in (COUNTER, FIX_TEST, GREET, NOTES)}
 
 
 def get_task(name: str) -> Task:
