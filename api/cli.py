@@ -6,18 +6,18 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 import uuid
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
 from pydantic import ValidationError
 
 from agent.tasks import CATALOG, get_task
-from api.console import is_cached, render_custom, render_update
-from api.runtime import BUILTIN_ASSISTANT, open_runtime
+from api import terminal
+from api.runtime import open_runtime
 from api.settings import Settings
+from api.terminal import Backend, LocalBackend, RemoteBackend, find_server
 
 
 def _param(text: str) -> tuple[str, Any]:
@@ -62,71 +62,21 @@ def load_settings() -> Settings:
         sys.exit(f"threadline: invalid settings:\n{problems}")
 
 
-def _ask(value: dict[str, Any]) -> dict[str, Any]:
-    print(f"\n{value.get('tool')} wants to run with {json.dumps(value.get('args'))}")
-    while True:
-        answer = input("approve / edit / reject? [a/e/r] ").strip().lower()
-        if answer in ("a", "approve"):
-            return {"decision": "approve"}
-        if answer in ("r", "reject"):
-            return {"decision": "reject", "message": input("message for the agent: ")}
-        if answer in ("e", "edit"):
-            try:
-                return {"decision": "edit", "args": json.loads(input("new args (JSON): "))}
-            except json.JSONDecodeError as err:
-                print(f"not JSON: {err}")
-
-
-async def drive(settings: Settings, thread_id: str, first_input: Any, *, auto_approve: bool) -> int:
-    """Stream the run to the terminal, answering approvals; returns the exit code."""
+async def drive(settings: Settings, thread_id: str, first: Any, *, auto_approve: bool) -> int:
+    """Run through a server when one answers at ``THREADLINE_URL``, else in this process."""
+    url = os.environ.get("THREADLINE_URL") or f"http://{settings.host}:{settings.port}"
+    client = await find_server(url)
+    if client is not None:
+        try:
+            backend: Backend = RemoteBackend(client, thread_id)
+            print(f"thread {thread_id} · {backend.label}")
+            return await terminal.drive(backend, thread_id, first, auto_approve=auto_approve)
+        finally:
+            await client.aclose()
     async with open_runtime(settings) as runtime:
-        graph = runtime.graphs[BUILTIN_ASSISTANT]
-        config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id},
-            "recursion_limit": settings.limits.recursion_limit(),
-        }
-        print(
-            f"thread {thread_id} · model: {settings.model_label} · "
-            f"database: {runtime.database.mode}"
-        )
-        next_input: Any = first_input
-        while True:
-            async for mode, data in graph.astream(
-                next_input, config, stream_mode=["updates", "custom"], durability="sync"
-            ):
-                if mode == "custom":
-                    line = render_custom(data)
-                    if line:
-                        print(line, flush=True)
-                elif not is_cached(data):
-                    for line in render_update(data):
-                        print(line, flush=True)
-            state = await graph.aget_state(config)
-            pending = [i for t in state.tasks for i in t.interrupts]
-            if not pending:
-                break
-            if not auto_approve and not sys.stdin.isatty():
-                print(
-                    f"\nthread {thread_id} waits for approval of {len(pending)} call(s). "
-                    "Answer with "
-                    f"`threadline resume {thread_id} --auto-approve`, on a terminal with "
-                    f"`threadline resume {thread_id}`, or through the API "
-                    f"(POST /threads/{thread_id}/approvals)."
-                )
-                return 3
-            answers = {
-                i.id: {"decision": "approve"} if auto_approve else _ask(i.value) for i in pending
-            }
-            next_input = Command(resume=answers)
-        values = state.values
-        status = values.get("status")
-        verdict = values.get("verdict") or {}
-        print(
-            f"\nstatus: {status}"
-            + (f" · check: {verdict.get('output', '').strip()}" if verdict else "")
-        )
-        print(f"thread: {thread_id}")
-        return 0 if status in ("verified", "agent_done") else 1
+        backend = LocalBackend(runtime, thread_id)
+        print(f"thread {thread_id} · model: {settings.model_label} · {backend.label}")
+        return await terminal.drive(backend, thread_id, first, auto_approve=auto_approve)
 
 
 def main(argv: list[str] | None = None) -> None:

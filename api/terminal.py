@@ -1,0 +1,180 @@
+"""``threadline run`` / ``resume``: drive a thread to its end on the terminal, answering approvals.
+
+Two backends with one loop: through a running server's HTTP API (when one answers at
+``THREADLINE_URL``, default ``http://<host>:<port>``), so the run is queued, leased and streamed
+like any other; else in this process, on the graph and checkpointer directly.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+import httpx
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from api.console import is_cached, render_custom, render_update
+from api.runtime import BUILTIN_ASSISTANT, Runtime
+from api.serde import to_jsonable
+
+MODES = ["updates", "custom"]
+
+
+class Backend(Protocol):
+    label: str
+
+    def stream(self, first: Any, answers: dict[str, Any] | None) -> AsyncIterator[tuple[str, Any]]:
+        """Run the thread once: with ``first`` input, or resuming with ``answers``."""
+        ...
+
+    async def pending(self) -> list[tuple[str, Any]]:
+        """Pending interrupts: (id, value)."""
+        ...
+
+    async def values(self) -> dict[str, Any]: ...
+
+
+class LocalBackend:
+    """The graph in this process."""
+
+    def __init__(self, runtime: Runtime, thread_id: str) -> None:
+        self.graph = runtime.graphs[BUILTIN_ASSISTANT]
+        self.config: RunnableConfig = {
+            "configurable": {"thread_id": thread_id},
+            "recursion_limit": runtime.settings.limits.recursion_limit(),
+        }
+        self.label = f"in-process, database: {runtime.database.mode}"
+
+    async def stream(
+        self, first: Any, answers: dict[str, Any] | None
+    ) -> AsyncIterator[tuple[str, Any]]:
+        value = Command(resume=answers) if answers else first
+        async for mode, data in self.graph.astream(
+            value, self.config, stream_mode=["updates", "custom"], durability="sync"
+        ):
+            yield mode, data
+
+    async def pending(self) -> list[tuple[str, Any]]:
+        state = await self.graph.aget_state(self.config)
+        return [(i.id, i.value) for i in state.interrupts]
+
+    async def values(self) -> dict[str, Any]:
+        return dict((await self.graph.aget_state(self.config)).values)
+
+
+class RemoteBackend:
+    """A running threadline server."""
+
+    def __init__(self, client: httpx.AsyncClient, thread_id: str) -> None:
+        self.client = client
+        self.thread_id = thread_id
+        self.label = f"through the server at {client.base_url}"
+
+    async def stream(
+        self, first: Any, answers: dict[str, Any] | None
+    ) -> AsyncIterator[tuple[str, Any]]:
+        body: dict[str, Any] = {
+            "assistant_id": BUILTIN_ASSISTANT,
+            "stream_mode": MODES,
+            "if_not_exists": "create",
+            "multitask_strategy": "enqueue",
+        }
+        if answers:
+            body["command"] = {"resume": answers}
+        else:
+            body["input"] = to_jsonable(first)
+        async with self.client.stream(
+            "POST", f"/threads/{self.thread_id}/runs/stream", json=body
+        ) as res:
+            if res.status_code >= 400:
+                detail = (await res.aread()).decode()
+                raise SystemExit(f"threadline: the server refused the run: {detail}")
+            event = None
+            async for line in res.aiter_lines():
+                if line.startswith("event:"):
+                    event = line.partition(":")[2].strip()
+                elif line.startswith("data:") and event:
+                    data = json.loads(line.partition(":")[2])
+                    if event == "error":
+                        print(f"[error] {data.get('message')}", flush=True)
+                    elif event in MODES:
+                        yield event, data
+                    if event == "end":
+                        return
+
+    async def pending(self) -> list[tuple[str, Any]]:
+        res = await self.client.get(f"/threads/{self.thread_id}/state")
+        res.raise_for_status()
+        return [(i["id"], i["value"]) for i in res.json().get("interrupts", [])]
+
+    async def values(self) -> dict[str, Any]:
+        res = await self.client.get(f"/threads/{self.thread_id}/state")
+        res.raise_for_status()
+        return dict(res.json().get("values") or {})
+
+
+async def find_server(url: str) -> httpx.AsyncClient | None:
+    """A client for the server at ``url`` if one answers ``/ok`` there."""
+    client = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(10.0, read=None))
+    try:
+        res = await client.get("/ok", timeout=1.0)
+        if res.status_code == 200:
+            return client
+    except httpx.HTTPError:
+        pass
+    await client.aclose()
+    return None
+
+
+def ask(value: dict[str, Any]) -> dict[str, Any]:
+    """Ask on the terminal: approve, edit (new JSON arguments) or reject (with a message)."""
+    print(f"\n{value.get('tool')} wants to run with {json.dumps(value.get('args'))}")
+    while True:
+        answer = input("approve / edit / reject? [a/e/r] ").strip().lower()
+        if answer in ("a", "approve"):
+            return {"decision": "approve"}
+        if answer in ("r", "reject"):
+            return {"decision": "reject", "message": input("message for the agent: ")}
+        if answer in ("e", "edit"):
+            try:
+                return {"decision": "edit", "args": json.loads(input("new args (JSON): "))}
+            except json.JSONDecodeError as err:
+                print(f"not JSON: {err}")
+
+
+async def drive(backend: Backend, thread_id: str, first: Any, *, auto_approve: bool) -> int:
+    """Stream the thread to the terminal until it ends; returns the exit code."""
+    answers: dict[str, Any] | None = None
+    while True:
+        async for mode, data in backend.stream(first, answers):
+            if mode == "custom":
+                line = render_custom(data)
+                if line:
+                    print(line, flush=True)
+            elif not is_cached(data):
+                for line in render_update(data):
+                    print(line, flush=True)
+        pending = await backend.pending()
+        if not pending:
+            break
+        if not auto_approve and not sys.stdin.isatty():
+            print(
+                f"\nthread {thread_id} waits for approval of {len(pending)} call(s). "
+                f"Answer with `threadline resume {thread_id} --auto-approve`, on a terminal with "
+                f"`threadline resume {thread_id}`, or through the API "
+                f"(POST /threads/{thread_id}/approvals)."
+            )
+            return 3
+        answers = {
+            iid: {"decision": "approve"} if auto_approve else ask(value) for iid, value in pending
+        }
+    values = await backend.values()
+    status = values.get("status")
+    verdict = values.get("verdict") or {}
+    check = f" · check: {verdict.get('output', '').strip()}" if verdict else ""
+    print(f"\nstatus: {status}{check}")
+    print(f"thread: {thread_id}")
+    return 0 if status in ("verified", "agent_done") else 1
