@@ -134,6 +134,10 @@ class Service:
                         '"if_not_exists": "create".'
                     )
                 await threads.create(conn, thread_id, {})
+            if answers:
+                # Before the active-run check: a concurrent second answer would otherwise be told
+                # to wait for (or enqueue behind) the run its twin just started.
+                await self._refuse_answered(conn, thread_id, list(answers))
             active = await runs.active_runs(conn, thread_id)
             if active and body.multitask_strategy == "reject":
                 raise Conflict(
@@ -159,6 +163,19 @@ class Service:
                         "once. GET /threads/{thread_id}/state shows what is pending now."
                     )
             return run
+
+    @staticmethod
+    async def _refuse_answered(conn: Any, thread_id: str, interrupt_ids: list[str]) -> None:
+        cur = await conn.execute(
+            "SELECT interrupt_id FROM approvals WHERE thread_id = %s AND interrupt_id = ANY(%s)",
+            (thread_id, interrupt_ids),
+        )
+        done = [row["interrupt_id"] for row in await cur.fetchall()]
+        if done:
+            raise Conflict(
+                f"Interrupt(s) {done} were already answered; a decision is applied once. "
+                f"GET /threads/{thread_id}/state shows what is pending now."
+            )
 
     async def check_resume(self, thread_id: str, assistant_id: str, resume: Any) -> dict[str, Any]:
         """A resume must answer pending interrupts (409 otherwise, naming the pending ids).
@@ -219,7 +236,9 @@ class Service:
                     conn,
                     run_id,
                     "end",
-                    orjson.dumps({"run_id": run_id, "status": "interrupted"}).decode(),
+                    orjson.dumps(
+                        {"run_id": run_id, "status": "interrupted", "error": cancelled["error"]}
+                    ).decode(),
                     cancelled["attempt"],
                 )
         if cancelled is None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -16,6 +18,8 @@ HEARTBEAT_SECONDS = 5.0
 POLL_SECONDS = 2.0
 """Re-read even without a notification, so a lost one costs at most this much latency."""
 CONTROL_EVENTS = {"metadata", "error", "end"}
+RETRY_MS = 1000
+"""Sent with the first event: browsers reconnect after 1 s instead of their default 3 s."""
 
 
 def wanted(modes: Iterable[str]) -> set[str]:
@@ -35,15 +39,26 @@ async def run_events(
     """Every stored event after ``after`` in order, then live ones, until ``end``."""
     names = wanted(modes)
     last = after
+    first = True
     while True:
         waiter = hub.subscribe(run_id)  # before reading: a wake-up during the read is kept
         try:
             async with pool.connection() as conn:
                 rows = await events.read(conn, run_id, last)
+                if not rows:
+                    # Resumed at or past the end (a client that saw ``end`` and reconnected):
+                    # send the end again rather than heartbeats forever.
+                    rows = await _end_at_or_before(conn, run_id, last)
             for row in rows:
                 last = row["seq"]
                 if row["event"] in names:
-                    yield ServerSentEvent(data=row["data"], event=row["event"], id=str(row["seq"]))
+                    yield ServerSentEvent(
+                        data=row["data"],
+                        event=row["event"],
+                        id=str(row["seq"]),
+                        retry=RETRY_MS if first else None,
+                    )
+                    first = False
                 if row["event"] == "end":
                     return
             if not rows:
@@ -51,6 +66,15 @@ async def run_events(
                     await asyncio.wait_for(waiter.wait(), timeout=POLL_SECONDS)
         finally:
             hub.unsubscribe(run_id, waiter)
+
+
+async def _end_at_or_before(conn: Any, run_id: str, seq: int) -> list[dict[str, Any]]:
+    cur = await conn.execute(
+        "SELECT seq, event, data::text AS data FROM run_events"
+        " WHERE run_id = %s AND event = 'end' AND seq <= %s",
+        (uuid.UUID(run_id), seq),
+    )
+    return list(await cur.fetchall())
 
 
 def parse_last_event_id(value: str | None) -> int:

@@ -253,6 +253,7 @@ class Workers:
             None,
             values=state.values,
             interrupted=interrupted,
+            interrupts={t.id: list(t.interrupts) for t in state.tasks if t.interrupts},
         )
 
     async def _finish(
@@ -264,12 +265,16 @@ class Workers:
         *,
         values: Any,
         interrupted: bool,
+        interrupts: dict[str, Any] | None = None,
     ) -> None:
         """End event, run status and thread status in one transaction (fenced by the attempt)."""
         from api.serde import to_jsonable
 
         async with self.pool.connection() as conn, conn.transaction():
-            await emitter.emit_on(conn, "end", {"run_id": emitter.run_id, "status": status})
+            end: dict[str, Any] = {"run_id": emitter.run_id, "status": status}
+            if error:
+                end["error"] = error
+            await emitter.emit_on(conn, "end", end)
             await conn.execute(
                 "UPDATE runs SET status = %s, error = %s, lease_until = NULL, updated_at = now()"
                 " WHERE run_id = %s",
@@ -277,7 +282,11 @@ class Workers:
             )
             after = "interrupted" if interrupted else ("error" if status == "error" else "idle")
             await threads.refresh_status(
-                conn, thread_id, after=after, values=to_jsonable(values) if values else None
+                conn,
+                thread_id,
+                after=after,
+                values=to_jsonable(values) if values else None,
+                interrupts=to_jsonable(interrupts) if interrupts is not None else None,
             )
         self.hub.runs_changed.set()
 

@@ -17,6 +17,8 @@ def _plan(p: GreetParams, view: PlanView) -> PlannedReply:
             "Writing the greeting.",
             [PlannedCall("write_file", {"path": "greeting.txt", "content": f"Hello, {p.name}!\n"})],
         )
+    if view.feedback:
+        return PlannedReply("greeting.txt is not as the check wants; I have no other plan.")
     results = view.last_tool_results
     if results and results[-1].status == "error":
         return PlannedReply(f"I could not write greeting.txt: {results[-1].content}")

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Header, Query
 
 from api.deps import ServiceDep
+from api.errors import Conflict
 from api.schemas import ApprovalBody, CommandBody, Run, RunCreate
 
 router = APIRouter(tags=["approvals"])
@@ -26,6 +27,14 @@ async def decide(
     if body.message is not None:
         answer["message"] = body.message
     assistant = await svc._assistant_of(thread_id)
+    # The id is explicit here: one that is not pending is a 409 naming those that are (as a
+    # resume map gets), never taken for the answer to whichever interrupt is pending.
+    pending = [i.id for i in (await svc.state(thread_id, assistant)).interrupts]
+    if pending and body.interrupt_id not in pending:
+        raise Conflict(
+            f"Interrupt {body.interrupt_id!r} is not pending on this thread (already answered "
+            f"or unknown). Pending interrupt ids: {pending}."
+        )
     run = RunCreate(
         assistant_id=assistant,
         command=CommandBody(resume={body.interrupt_id: answer}),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
@@ -50,8 +51,10 @@ async def _cancel_on_disconnect(
             yield event
     finally:
         if not ended:
-            with contextlib.suppress(ApiError):  # finished meanwhile: nothing to cancel
-                await svc.cancel(thread_id, run_id)
+            # The disconnect cancelled this generator's task scope; shield the cancel from it
+            # (anyio cancellation is level-triggered: any unshielded await would be cancelled).
+            with anyio.CancelScope(shield=True), contextlib.suppress(ApiError):
+                await svc.cancel(thread_id, run_id)  # ApiError: finished meanwhile
 
 
 @router.post("/threads/{thread_id}/runs/wait")
@@ -101,10 +104,14 @@ async def join_stream(
     svc: ServiceDep,
     request: Request,
     last_event_id: str | None = Header(None, alias="Last-Event-ID"),
+    last_event_id_query: str | None = Query(None, alias="last_event_id"),
     stream_mode: list[str] | None = Query(None),
     cancel_on_disconnect: bool = Query(False),
 ) -> EventSourceResponse:
     """Join a run's stream: replays what came after ``Last-Event-ID`` (``-1``: all), then live.
+
+    The ``last_event_id`` query parameter does the same for clients that cannot set headers
+    (a new ``EventSource``); the header wins when both are sent.
 
     ``stream_mode`` narrows the run's modes (the SDK sends an empty value for "all of them");
     ``cancel_on_disconnect=true`` cancels the run when this client goes away before its end.
@@ -114,7 +121,7 @@ async def join_stream(
     if unknown:
         raise Invalid(f"stream_mode {unknown} is not supported; use {', '.join(SUPPORTED_MODES)}")
     run = await svc.run(thread_id, run_id)
-    after = parse_last_event_id(last_event_id)
+    after = parse_last_event_id(last_event_id if last_event_id is not None else last_event_id_query)
     modes = requested or run["kwargs"].get("stream_mode") or ["values"]
     stream = run_events(svc.pool, svc.hub, run_id, after=after, modes=modes)
     if cancel_on_disconnect:

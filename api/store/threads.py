@@ -80,6 +80,7 @@ async def refresh_status(
     *,
     after: str | None = None,
     values: Any = None,
+    interrupts: dict[str, Any] | None = None,
 ) -> None:
     """Set a thread's status from its runs: busy while one is pending or running, else ``after``."""
     await conn.execute(
@@ -90,8 +91,14 @@ async def refresh_status(
                          AND status IN ('pending', 'running')) THEN 'busy'
             ELSE coalesce(%(after)s, status) END,
           state_values = coalesce(%(values)s, state_values),
+          interrupts = coalesce(%(interrupts)s, interrupts),
           updated_at = now()
         WHERE thread_id = %(t)s
         """,
-        {"t": thread_id, "after": after, "values": Jsonb(values) if values is not None else None},
+        {
+            "t": thread_id,
+            "after": after,
+            "values": Jsonb(values) if values is not None else None,
+            "interrupts": Jsonb(interrupts) if interrupts is not None else None,
+        },
     )
