@@ -1,0 +1,1 @@
+"""threadline's evaluation: task suites, the kill harness (``eval.harness``), reports."""

@@ -1,0 +1,75 @@
+"""Fixtures for tests that drive real ``threadline serve`` processes (``eval.harness``).
+
+- ``module_database_url``: a fresh database shared by one test module, dropped after it.
+- ``server``: one server per test module on that database, with short leases; a module sets
+  ``SERVER_ENV = {...}`` to add environment variables (``THREADLINE_MAX_BODY_BYTES``, ...).
+- ``make_server``: a factory for servers a test starts, kills and restarts itself; every one is
+  killed at teardown, with the tool processes a killed server left behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.harness import ServerProcess, kill_strays
+from tests.utils.db import create_database, drop_database
+
+FAST = {"lease_seconds": 3.0, "heartbeat_seconds": 0.5, "poll_seconds": 0.2}
+"""Short leases and polls: a takeover happens within seconds."""
+
+
+@pytest.fixture(scope="module")
+def module_database_url(pg_admin_url: str) -> Iterator[str]:
+    """A new, empty database for one test module."""
+    url = create_database(pg_admin_url)
+    try:
+        yield url
+    finally:
+        drop_database(pg_admin_url, url)
+
+
+@pytest.fixture(scope="module")
+def module_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture(scope="module")
+def server(
+    request: pytest.FixtureRequest, module_database_url: str, module_data_dir: Path
+) -> Iterator[ServerProcess]:
+    """A running server for the whole module (its own database and data directory)."""
+    env = getattr(request.module, "SERVER_ENV", {})
+    config = getattr(request.module, "SERVER_CONFIG", None)
+    proc = ServerProcess(
+        module_database_url, module_data_dir, env=env, config=config, name="module", **FAST
+    )
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.stop()
+        kill_strays(module_data_dir)
+
+
+@pytest.fixture
+def make_server() -> Iterator[Callable[..., ServerProcess]]:
+    """``make_server(database_url, data_dir, **kwargs)``: a ServerProcess, not started yet."""
+    made: list[ServerProcess] = []
+
+    def make(database_url: str, data_dir: Path, **kwargs: Any) -> ServerProcess:
+        options = {**FAST, **kwargs}
+        proc = ServerProcess(database_url, data_dir, **options)
+        made.append(proc)
+        return proc
+
+    try:
+        yield make
+    finally:
+        for proc in made:
+            proc.stop()
+        for data_dir in {proc.data_dir for proc in made}:
+            kill_strays(data_dir)
