@@ -58,7 +58,12 @@ def render_update(data: Any) -> list[str]:
                     and getattr(msg, "type", msg.get("type") if isinstance(msg, dict) else "")
                     == "ai"
                 ):
-                    lines.append(f"  agent: {_short(content, 200)}")
+                    calls = getattr(msg, "tool_calls", None) or (
+                        msg.get("tool_calls") if isinstance(msg, dict) else None
+                    )
+                    # A final answer is what the user asked for: print it whole, not cut.
+                    whole = isinstance(content, str) and not calls
+                    lines.append(f"  agent: {content.strip() if whole else _short(content, 200)}")
     return lines
 
 

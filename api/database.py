@@ -146,7 +146,15 @@ class PooledSaver(AsyncPostgresSaver):
 async def prepare_schema(pool: Pool, saver: AsyncPostgresSaver) -> None:
     """Migrations and the saver's ``setup()``, once across replicas starting together."""
     async with pool.connection() as conn:
-        await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        # Polled, not waited for: a session blocked in pg_advisory_lock() is a running
+        # transaction, and setup()'s CREATE INDEX CONCURRENTLY (on another connection) waits for
+        # every running transaction, so the lock holder would wait for its waiter forever.
+        while True:
+            cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (MIGRATION_LOCK,))
+            row = await cur.fetchone()
+            if row is not None and (row["locked"] if isinstance(row, dict) else row[0]):
+                break
+            await asyncio.sleep(0.1)
         try:
             await migrate(conn)
             await saver.setup()

@@ -78,6 +78,12 @@ class Settings(BaseSettings):
     def approval_rules_are_known(cls, value: dict[str, str]) -> dict[str, str]:
         return dict(validate_rules(value))
 
+    @field_validator("openai_base_url")
+    @classmethod
+    def empty_base_url_is_unset(cls, value: str | None) -> str | None:
+        # OPENAI_BASE_URL="" (docker-compose passes it through empty) means OpenAI itself.
+        return value or None
+
     @field_validator("database_url")
     @classmethod
     def database_url_is_postgres(cls, value: str | None) -> str | None:

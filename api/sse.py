@@ -40,15 +40,17 @@ async def run_events(
     names = wanted(modes)
     last = after
     first = True
+    resumed_past_end = after > 0  # checked on the first read only
     while True:
         waiter = hub.subscribe(run_id)  # before reading: a wake-up during the read is kept
         try:
             async with pool.connection() as conn:
                 rows = await events.read(conn, run_id, last)
-                if not rows:
+                if not rows and resumed_past_end:
                     # Resumed at or past the end (a client that saw ``end`` and reconnected):
                     # send the end again rather than heartbeats forever.
                     rows = await _end_at_or_before(conn, run_id, last)
+                resumed_past_end = False
             for row in rows:
                 last = row["seq"]
                 if row["event"] in names:

@@ -1,0 +1,121 @@
+"""PostgreSQL set-up: the embedded server from nothing, migrations, the checkpointer's tables."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from contextlib import AsyncExitStack
+from typing import Any
+
+import psycopg
+import pytest
+from langchain_core.messages import HumanMessage
+from psycopg_pool import AsyncConnectionPool
+
+from api.database import _migrations, migrate, resolve_database
+from api.runtime import BUILTIN_ASSISTANT, Runtime, open_runtime
+from api.settings import Settings
+from tests.utils.db import embedded_data_dir, stop_embedded
+
+SERVICE_TABLES = {
+    "threads",
+    "runs",
+    "run_events",
+    "audit_log",
+    "approvals",
+    "threadline_migrations",
+}
+CHECKPOINT_TABLES = {
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "checkpoint_migrations",
+}
+
+
+async def table_names(pool: AsyncConnectionPool[Any]) -> set[str]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        )
+        return {row["table_name"] for row in await cur.fetchall()}
+
+
+async def applied_migrations(pool: AsyncConnectionPool[Any]) -> list[tuple[Any, ...]]:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT version, name, applied_at FROM threadline_migrations ORDER BY version"
+        )
+        return [(r["version"], r["name"], r["applied_at"]) for r in await cur.fetchall()]
+
+
+def expected_migrations() -> list[tuple[int, str]]:
+    found = [(version, name) for version, name, _sql in _migrations()]
+    assert found, "no migration files were found in the api package"
+    return found
+
+
+@pytest.mark.slow
+async def test_embedded_server_from_an_empty_data_dir(clean_env: None) -> None:
+    with embedded_data_dir() as parent:
+        data_dir = parent / "fresh"
+        assert not data_dir.exists()
+        database = await resolve_database(None, data_dir)
+        assert database.mode == "embedded"
+        assert (data_dir / "postgres" / "PG_VERSION").exists()
+
+        settings = Settings(database_url=None, data_dir=data_dir)
+        assert settings.database_url is None
+        async with open_runtime(settings) as rt:
+            assert rt.database.mode == "embedded"
+            assert rt.database.url == database.url  # the running server is reused
+            assert await table_names(rt.pool) >= SERVICE_TABLES | CHECKPOINT_TABLES
+            first = await applied_migrations(rt.pool)
+            assert [(v, n) for v, n, _at in first] == expected_migrations()
+            async with rt.pool.connection() as conn:
+                assert await migrate(conn) == []
+
+            # The checkpointer works on it: a run leaves checkpoints behind.
+            thread_id = str(uuid.uuid4())
+            graph = rt.graphs[BUILTIN_ASSISTANT]
+            await graph.ainvoke(
+                {"messages": [HumanMessage("hello")]},
+                {"configurable": {"thread_id": thread_id}},
+                durability="sync",
+            )
+            async with rt.pool.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (thread_id,)
+                )
+                row = await cur.fetchone()
+                assert row is not None and row["n"] > 0
+
+        # A restart applies nothing again.
+        async with open_runtime(settings) as rt:
+            assert await applied_migrations(rt.pool) == first
+
+        await asyncio.to_thread(stop_embedded, data_dir)
+        assert not (data_dir / "postgres" / "postmaster.pid").exists()
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(database.url, connect_timeout=2).close()
+
+
+async def test_external_database_is_migrated_at_start(runtime: Runtime) -> None:
+    assert runtime.database.mode == "external"
+    assert await table_names(runtime.pool) >= SERVICE_TABLES | CHECKPOINT_TABLES
+    assert [(v, n) for v, n, _at in await applied_migrations(runtime.pool)] == (
+        expected_migrations()
+    )
+
+
+async def test_replicas_starting_together_migrate_once(settings: Settings) -> None:
+    """Migrations and ``setup()`` run under an advisory lock, so concurrent starts don't clash."""
+    async with AsyncExitStack() as stack:
+        runtimes = await asyncio.gather(
+            *(stack.enter_async_context(open_runtime(settings)) for _ in range(3))
+        )
+        for rt in runtimes:
+            assert await table_names(rt.pool) >= SERVICE_TABLES | CHECKPOINT_TABLES
+        assert [(v, n) for v, n, _at in await applied_migrations(runtimes[0].pool)] == (
+            expected_migrations()
+        )
