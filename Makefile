@@ -8,8 +8,12 @@ BIN := $(VENV)/bin
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-install: $(BIN)/python
-	$(BIN)/python -m pip install -e '.[dev]'
+# Reinstalls only when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
 
 run: install
 	$(BIN)/threadline run --task counter --param n=5 --param delay=0.2
@@ -17,15 +21,15 @@ run: install
 serve: install
 	$(BIN)/threadline serve
 
-test:
+test: install
 	$(BIN)/python -m pytest
 
-lint:
+lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-bench:
+bench: install
 	$(BIN)/python -m bench
 
-eval:
+eval: install
 	$(BIN)/python -m eval
