@@ -29,6 +29,7 @@ class Hub:
     def __init__(self, url: str) -> None:
         self.url = url
         self._run_waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._local_seq: dict[str, int] = {}
         self.runs_changed = asyncio.Event()
         self.on_cancel: Callable[[str], None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -47,13 +48,27 @@ class Hub:
             if not waiters:
                 del self._run_waiters[run_id]
 
-    def wake_run(self, run_id: str) -> None:
+    def wake_run(self, run_id: str, seq: int | None = None, *, local: bool = False) -> None:
+        """Wake the streams of ``run_id``; ``local``: this process stored event ``seq`` itself.
+
+        The notification of an event this process already announced comes back through the
+        listener too; it is skipped, so each event wakes a stream once.
+        """
+        if local and seq is not None:
+            self._local_seq[run_id] = seq
+        elif seq is not None and seq <= self._local_seq.get(run_id, 0):
+            return
         for waiter in self._run_waiters.get(run_id, ()):
             waiter.set()
 
+    def forget_run(self, run_id: str) -> None:
+        """The run ended here: stop remembering its sequence numbers."""
+        self._local_seq.pop(run_id, None)
+
     def _dispatch(self, channel: str, payload: str) -> None:
         if channel == EVENTS_CHANNEL:
-            self.wake_run(payload)
+            run_id, _, seq = payload.partition(":")
+            self.wake_run(run_id, int(seq) if seq.isdigit() else None)
         elif channel == RUNS_CHANNEL:
             self.runs_changed.set()
             if payload.startswith("cancel:") and self.on_cancel:

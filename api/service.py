@@ -160,9 +160,11 @@ class Service:
                 ):
                     raise Conflict(
                         f"Interrupt {interrupt_id} was already answered; a decision is applied "
-                        "once. GET /threads/{thread_id}/state shows what is pending now."
+                        f"once. GET /threads/{thread_id}/state shows what is pending now."
                     )
-            return run
+        # Wake this process's claim loop now rather than when the notification comes back.
+        self.hub.runs_changed.set()
+        return run
 
     @staticmethod
     async def _refuse_answered(conn: Any, thread_id: str, interrupt_ids: list[str]) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from langgraph.types import Command
 
+from agent.nodes.tool_call import RECORD_TOOL_KEY
 from api.database import Pool
 from api.hub import Hub
 from api.serde import dumps
@@ -30,6 +31,8 @@ from api.store.events import LostRun
 
 logger = logging.getLogger(__name__)
 
+CLAIM_BATCH = 8
+"""Most runs one claim statement takes."""
 ALWAYS_STORED = ("updates", "custom")
 """Stored for every run whatever it streams: the page, the audit log and replays rely on them."""
 
@@ -57,9 +60,15 @@ def run_input(kwargs: dict[str, Any]) -> Any:
 
 
 def pid_alive(worker_id: str) -> bool:
-    """Whether the process named in a worker id of this host still exists."""
+    """Whether the process named in a worker id of this host still exists.
+
+    Our own pid under another worker id is a previous life of this process's pid (a container
+    restarted as pid 1, say): dead.
+    """
     try:
         pid = int(worker_id.split("/")[1])
+        if pid == os.getpid():
+            return False
         os.kill(pid, 0)
     except (IndexError, ValueError, ProcessLookupError):
         return False
@@ -71,6 +80,8 @@ def pid_alive(worker_id: str) -> bool:
 @dataclass
 class Execution:
     run: dict[str, Any]
+    last_seq: int = 0
+    """The run's last event sequence number when it was claimed."""
     task: asyncio.Task[None] | None = None
     stop_reason: str | None = None
     """``cancel``, ``lost`` or ``shutdown`` once the worker decided to stop it."""
@@ -131,28 +142,38 @@ class Workers:
     async def _claim_loop(self) -> None:
         while not self.stopping:
             await self.slots.acquire()
+            taken = 1
+            # Claim as many runs as there are free slots (a few at a time) in one statement.
+            while taken < CLAIM_BATCH and not self.slots.locked():
+                await self.slots.acquire()
+                taken += 1
             try:
                 self.hub.runs_changed.clear()
                 async with self.pool.connection() as conn:
-                    run = await runs.claim(conn, self.worker_id, self.settings.lease_seconds)
+                    claimed = await runs.claim(
+                        conn, self.worker_id, self.settings.lease_seconds, limit=taken
+                    )
             except asyncio.CancelledError:
-                self.slots.release()
+                for _ in range(taken):
+                    self.slots.release()
                 raise
             except Exception:
-                self.slots.release()
+                for _ in range(taken):
+                    self.slots.release()
                 logger.exception("claiming a run failed; retrying")
                 await asyncio.sleep(self.settings.poll_seconds)
                 continue
-            if run is None:
+            for _ in range(taken - len(claimed)):
                 self.slots.release()
+            for run, last_seq in claimed:
+                execution = Execution(run=run, last_seq=last_seq)
+                self.active[run["run_id"]] = execution
+                execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])
+            if not claimed:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(
                         self.hub.runs_changed.wait(), timeout=self.settings.poll_seconds
                     )
-                continue
-            execution = Execution(run=run)
-            self.active[run["run_id"]] = execution
-            execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])
 
     async def _heartbeat_loop(self) -> None:
         while True:
@@ -198,14 +219,14 @@ class Workers:
             logger.exception("run %s: bookkeeping failed; its lease will expire", run_id)
         finally:
             self.active.pop(run_id, None)
+            self.hub.forget_run(run_id)
             self.slots.release()
 
     async def _run(self, execution: Execution) -> None:
         run = execution.run
         run_id, attempt, thread_id = run["run_id"], run["attempt"], run["thread_id"]
         emitter = Emitter(self.pool, self.hub, run_id, attempt, thread_id)
-        async with self.pool.connection() as conn:
-            emitter.seq = await events.last_seq(conn, run_id)
+        emitter.seq = execution.last_seq
         if attempt > self.settings.max_attempts:
             message = (
                 f"run stopped after {self.settings.max_attempts} attempts: each time the "
@@ -221,7 +242,11 @@ class Workers:
         user_config = kwargs.get("config") or {}
         config: dict[str, Any] = {
             **user_config,
-            "configurable": {**(user_config.get("configurable") or {}), "thread_id": thread_id},
+            "configurable": {
+                **(user_config.get("configurable") or {}),
+                "thread_id": thread_id,
+                RECORD_TOOL_KEY: emitter.record_tool,
+            },
             "metadata": {**(user_config.get("metadata") or {}), "run_id": run_id},
             "recursion_limit": user_config.get("recursion_limit")
             or self.settings.limits.recursion_limit(),
@@ -288,6 +313,7 @@ class Workers:
                 values=to_jsonable(values) if values else None,
                 interrupts=to_jsonable(interrupts) if interrupts is not None else None,
             )
+        emitter.wake()
         self.hub.runs_changed.set()
 
     async def _after_stop(self, execution: Execution) -> None:
@@ -315,35 +341,36 @@ class Workers:
 class Emitter:
     """Numbers a run's events and stores each before anyone can read it.
 
-    ``tool_finished`` progress events also go to the audit log, in the same transaction.
+    :meth:`record_tool` is the tool node's hook (``RECORD_TOOL_KEY``): it writes each execution to
+    the audit log before the call's result can be checkpointed, not when its event is stored.
     """
 
     def __init__(self, pool: Pool, hub: Hub, run_id: str, attempt: int, thread_id: str) -> None:
         self.pool, self.hub, self.run_id, self.attempt = pool, hub, run_id, attempt
         self.thread_id = thread_id
         self.seq = 0
-        self._tool_args: dict[str, Any] = {}
+
+    async def record_tool(self, finished: dict[str, Any]) -> None:
+        async with self.pool.connection() as conn:
+            await audit.record_tool(
+                conn,
+                thread_id=self.thread_id,
+                run_id=self.run_id,
+                attempt=self.attempt,
+                event=finished,
+                args=finished.get("args"),
+            )
 
     async def emit(self, event: str, data: Any) -> None:
-        kind = data.get("type") if event == "custom" and isinstance(data, dict) else None
-        if kind == "tool_started":
-            self._tool_args[str(data.get("tool_call_id"))] = data.get("args")
         async with self.pool.connection() as conn:
-            if kind == "tool_finished":
-                async with conn.transaction():
-                    await self.emit_on(conn, event, data)
-                    await audit.record_tool(
-                        conn,
-                        thread_id=self.thread_id,
-                        run_id=self.run_id,
-                        attempt=self.attempt,
-                        event=data,
-                        args=self._tool_args.pop(str(data.get("tool_call_id")), None),
-                    )
-            else:
-                await self.emit_on(conn, event, data)
+            await self.emit_on(conn, event, data)
+        self.wake()
 
     async def emit_on(self, conn: Any, event: str, data: Any) -> None:
+        """Store on ``conn``; call :meth:`wake` once it is committed."""
         await events.append(conn, self.run_id, self.seq + 1, event, dumps(data), self.attempt)
         self.seq += 1
-        self.hub.wake_run(self.run_id)
+
+    def wake(self) -> None:
+        """Wake this process's streams of the run (after the commit: they read the table)."""
+        self.hub.wake_run(self.run_id, self.seq, local=True)

@@ -24,6 +24,11 @@ from agent.policy import ApprovalPolicy, validate_rules
 from agent.state import ToolTask
 from agent.tools import ToolContext, ToolSpec, ensure_workspace, execute_tool
 
+RECORD_TOOL_KEY = "__threadline_record_tool"
+"""``configurable`` key of an optional async callable that durably records each execution (the
+server's audit log). A streamed event is stored later than the task's result may be checkpointed,
+so an audit written from the stream could miss an execution when the process dies in between."""
+
 
 def _message(call: dict[str, Any], content: str, ok: bool, duration: float = 0.0) -> dict[str, Any]:
     return {
@@ -105,14 +110,17 @@ class ToolCallNode:
         )
         result = await execute_tool(tool, ctx, args, cap=self.limits.tool_output_cap)
         duration = time.monotonic() - started
-        write(
-            {
-                "type": "tool_finished",
-                "tool_call_id": call["id"],
-                "tool": tool.name,
-                "ok": result.ok,
-                "duration": round(duration, 4),
-                "output": result.content[:2000],
-            }
-        )
+        finished = {
+            "type": "tool_finished",
+            "tool_call_id": call["id"],
+            "tool": tool.name,
+            "ok": result.ok,
+            "duration": round(duration, 4),
+            "output": result.content[:2000],
+        }
+        record = configurable.get(RECORD_TOOL_KEY)
+        if record is not None:
+            # Awaited before returning: the result is checkpointed only after it is recorded.
+            await record({**finished, "args": args})
+        write(finished)
         return _message(call, result.content, result.ok, duration)

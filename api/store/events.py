@@ -17,7 +17,7 @@ WITH ins AS (
     WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
                   AND status = 'running')
     RETURNING seq)
-SELECT pg_notify(%(channel)s, %(run)s::text) FROM ins
+SELECT pg_notify(%(channel)s, %(run)s::text || ':' || seq) FROM ins
 """
 
 
@@ -55,8 +55,8 @@ async def append_unfenced(
         {"run": uuid.UUID(run_id), "event": event, "data": data_json, "attempt": attempt},
     )
     row = await cur.fetchone()
-    await conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
     assert row is not None
+    await conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, f"{run_id}:{row['seq']}"))
     return int(row["seq"])
 
 

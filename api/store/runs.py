@@ -79,7 +79,7 @@ async def list_for_thread(
 CLAIM = """
 UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = %(worker)s,
        lease_until = now() + make_interval(secs => %(lease)s), updated_at = now()
-WHERE run_id = (
+WHERE run_id IN (
     SELECT r.run_id FROM runs r
     WHERE (r.status = 'pending' OR (r.status = 'running' AND r.lease_until < now()))
       -- one run per thread at a time, oldest first
@@ -89,16 +89,22 @@ WHERE run_id = (
                  OR (o.status IN ('pending', 'running') AND o.created_at < r.created_at)))
     ORDER BY r.created_at
     FOR UPDATE SKIP LOCKED
-    LIMIT 1)
-RETURNING *
+    LIMIT %(limit)s)
+RETURNING *,
+    (SELECT coalesce(max(e.seq), 0) FROM run_events e WHERE e.run_id = runs.run_id) AS last_seq
 """
 
 
-async def claim(conn: AsyncConnection[Any], worker_id: str, lease: float) -> dict[str, Any] | None:
-    """Take the oldest runnable run (pending, or running with an expired lease)."""
-    cur = await conn.execute(CLAIM, {"worker": worker_id, "lease": lease})
-    row = await cur.fetchone()
-    return run_out(row) if row else None
+async def claim(
+    conn: AsyncConnection[Any], worker_id: str, lease: float, limit: int = 1
+) -> list[tuple[dict[str, Any], int]]:
+    """Take up to ``limit`` of the oldest runnable runs (pending, or running with an expired
+    lease), at most one per thread; each with the last sequence number of its event log."""
+    cur = await conn.execute(CLAIM, {"worker": worker_id, "lease": lease, "limit": limit})
+    rows = await cur.fetchall()
+    return sorted(
+        ((run_out(r), int(r["last_seq"])) for r in rows), key=lambda p: p[0]["created_at"]
+    )
 
 
 async def renew(
