@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
@@ -23,42 +23,61 @@ from api.store.runs import RUNS_CHANNEL
 logger = logging.getLogger(__name__)
 
 
+class Subscription(asyncio.Event):
+    """Set when a run gets new events. Events stored by this process arrive in ``buffer`` too
+    (after their commit), so a local stream need not read them back; ``stale`` says a
+    notification from another process came, which only a read of the table can serve."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffer: deque[tuple[int, str, str]] = deque()
+        self.stale = False
+
+
 class Hub:
     """One listening connection per process; in-process subscribers wait on asyncio events."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._run_waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._run_waiters: dict[str, set[Subscription]] = defaultdict(set)
         self._local_seq: dict[str, int] = {}
         self.runs_changed = asyncio.Event()
         self.on_cancel: Callable[[str], None] | None = None
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
 
-    def subscribe(self, run_id: str) -> asyncio.Event:
-        """An event set when ``run_id`` gets new events; pair with :meth:`unsubscribe`."""
-        waiter = asyncio.Event()
+    def subscribe(self, run_id: str) -> Subscription:
+        """Set when ``run_id`` gets new events; pair with :meth:`unsubscribe`."""
+        waiter = Subscription()
         self._run_waiters[run_id].add(waiter)
         return waiter
 
-    def unsubscribe(self, run_id: str, waiter: asyncio.Event) -> None:
+    def publish(self, run_id: str, stored: list[tuple[int, str, str]]) -> None:
+        """Hand committed events (seq, event, JSON text) of a run this process executes to its
+        local streams, and remember them so their notifications are not served twice."""
+        if not stored:
+            return
+        self._local_seq[run_id] = stored[-1][0]
+        for waiter in self._run_waiters.get(run_id, ()):
+            waiter.buffer.extend(stored)
+            waiter.set()
+
+    def unsubscribe(self, run_id: str, waiter: Subscription) -> None:
         waiters = self._run_waiters.get(run_id)
         if waiters is not None:
             waiters.discard(waiter)
             if not waiters:
                 del self._run_waiters[run_id]
 
-    def wake_run(self, run_id: str, seq: int | None = None, *, local: bool = False) -> None:
-        """Wake the streams of ``run_id``; ``local``: this process stored event ``seq`` itself.
+    def wake_run(self, run_id: str, seq: int | None = None) -> None:
+        """A notification: ``run_id`` has new events up to ``seq`` in the table.
 
-        The notification of an event this process already announced comes back through the
-        listener too; it is skipped, so each event wakes a stream once.
+        The notification of an event this process published itself is skipped.
         """
-        if local and seq is not None:
-            self._local_seq[run_id] = seq
-        elif seq is not None and seq <= self._local_seq.get(run_id, 0):
+        if seq is not None and seq <= self._local_seq.get(run_id, 0):
             return
         for waiter in self._run_waiters.get(run_id, ()):
+            waiter.stale = True
             waiter.set()
 
     def forget_run(self, run_id: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.database import Pool
-from api.hub import Hub
+from api.hub import Hub, Subscription
 from api.store import events
 
 HEARTBEAT_SECONDS = 5.0
@@ -41,16 +40,22 @@ async def run_events(
     last = after
     first = True
     resumed_past_end = after > 0  # checked on the first read only
-    while True:
-        waiter = hub.subscribe(run_id)  # before reading: a wake-up during the read is kept
-        try:
-            async with pool.connection() as conn:
-                rows = await events.read(conn, run_id, last)
-                if not rows and resumed_past_end:
-                    # Resumed at or past the end (a client that saw ``end`` and reconnected):
-                    # send the end again rather than heartbeats forever.
-                    rows = await _end_at_or_before(conn, run_id, last)
+    read = True  # the table is read first, then whenever the buffer cannot serve
+    waiter = hub.subscribe(run_id)  # before the first read: nothing published meanwhile is lost
+    try:
+        while True:
+            waiter.clear()
+            rows = [] if read else _take_contiguous(waiter, last)
+            if not rows and (read or waiter.stale or waiter.buffer):
+                waiter.stale = False
+                async with pool.connection() as conn:
+                    rows = await events.read(conn, run_id, last)
+                    if not rows and resumed_past_end:
+                        # Resumed at or past the end (a client that saw ``end`` and reconnected):
+                        # send the end again rather than heartbeats forever.
+                        rows = await _end_at_or_before(conn, run_id, last)
                 resumed_past_end = False
+                read = False
             for row in rows:
                 last = row["seq"]
                 if row["event"] in names:
@@ -64,10 +69,24 @@ async def run_events(
                 if row["event"] == "end":
                     return
             if not rows:
-                with contextlib.suppress(TimeoutError):
+                try:
                     await asyncio.wait_for(waiter.wait(), timeout=POLL_SECONDS)
-        finally:
-            hub.unsubscribe(run_id, waiter)
+                except TimeoutError:
+                    read = True  # a lost notification costs this much latency, never an event
+    finally:
+        hub.unsubscribe(run_id, waiter)
+
+
+def _take_contiguous(waiter: Subscription, last: int) -> list[dict[str, Any]]:
+    """Published events that continue right after ``last``; older ones are dropped."""
+    buffer = waiter.buffer
+    while buffer and buffer[0][0] <= last:
+        buffer.popleft()
+    rows: list[dict[str, Any]] = []
+    while buffer and buffer[0][0] == last + len(rows) + 1:
+        seq, event, data = buffer.popleft()
+        rows.append({"seq": seq, "event": event, "data": data})
+    return rows
 
 
 async def _end_at_or_before(conn: Any, run_id: str, seq: int) -> list[dict[str, Any]]:

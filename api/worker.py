@@ -349,6 +349,7 @@ class Emitter:
         self.pool, self.hub, self.run_id, self.attempt = pool, hub, run_id, attempt
         self.thread_id = thread_id
         self.seq = 0
+        self._unpublished: list[tuple[int, str, str]] = []
 
     async def record_tool(self, finished: dict[str, Any]) -> None:
         async with self.pool.connection() as conn:
@@ -368,9 +369,12 @@ class Emitter:
 
     async def emit_on(self, conn: Any, event: str, data: Any) -> None:
         """Store on ``conn``; call :meth:`wake` once it is committed."""
-        await events.append(conn, self.run_id, self.seq + 1, event, dumps(data), self.attempt)
+        text = dumps(data)
+        await events.append(conn, self.run_id, self.seq + 1, event, text, self.attempt)
         self.seq += 1
+        self._unpublished.append((self.seq, event, text))
 
     def wake(self) -> None:
-        """Wake this process's streams of the run (after the commit: they read the table)."""
-        self.hub.wake_run(self.run_id, self.seq, local=True)
+        """Hand the committed events to this process's streams of the run."""
+        self.hub.publish(self.run_id, self._unpublished)
+        self._unpublished = []

@@ -13,7 +13,7 @@ EVENTS_CHANNEL = "threadline_events"
 APPEND = """
 WITH ins AS (
     INSERT INTO run_events (run_id, seq, event, data, attempt)
-    SELECT %(run)s, %(seq)s, %(event)s, %(data)s::jsonb, %(attempt)s
+    SELECT %(run)s, %(seq)s, %(event)s, %(data)s::json, %(attempt)s
     WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
                   AND status = 'running')
     RETURNING seq)
@@ -50,7 +50,7 @@ async def append_unfenced(
     """Store an event for a run no worker holds (cancelled before it started, attempts spent)."""
     cur = await conn.execute(
         "INSERT INTO run_events (run_id, seq, event, data, attempt)"
-        " SELECT %(run)s, coalesce(max(seq), 0) + 1, %(event)s, %(data)s::jsonb, %(attempt)s"
+        " SELECT %(run)s, coalesce(max(seq), 0) + 1, %(event)s, %(data)s::json, %(attempt)s"
         " FROM run_events WHERE run_id = %(run)s RETURNING seq",
         {"run": uuid.UUID(run_id), "event": event, "data": data_json, "attempt": attempt},
     )
