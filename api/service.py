@@ -124,21 +124,19 @@ class Service:
         if body.command and body.command.resume is not None:
             answers = await self.check_resume(thread_id, body.assistant_id, body.command.resume)
         async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(
-                "SELECT thread_id FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,)
-            )
-            if await cur.fetchone() is None:
+            active = await runs.lock_thread(conn, thread_id)
+            if active is None:
                 if body.if_not_exists != "create":
                     raise NotFound(
                         f"No thread {thread_id!r}. Create it with POST /threads, or send "
                         '"if_not_exists": "create".'
                     )
                 await threads.create(conn, thread_id, {})
+                active = []
             if answers:
                 # Before the active-run check: a concurrent second answer would otherwise be told
                 # to wait for (or enqueue behind) the run its twin just started.
                 await self._refuse_answered(conn, thread_id, list(answers))
-            active = await runs.active_runs(conn, thread_id)
             if active and body.multitask_strategy == "reject":
                 raise Conflict(
                     f"Thread {thread_id!r} already has an active run ({active[0]['run_id']}, "

@@ -16,11 +16,15 @@ import httpx
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from agent.approval import parse_decision
+from agent.tools import default_tools
 from api.console import is_cached, render_custom, render_update
 from api.runtime import BUILTIN_ASSISTANT, Runtime
 from api.serde import to_jsonable
 
 MODES = ["updates", "custom"]
+TOOLS = {t.name: t for t in default_tools()}
+"""The built-in agent's tools, to validate edited arguments."""
 
 
 class Backend(Protocol):
@@ -140,9 +144,15 @@ def ask(value: dict[str, Any]) -> dict[str, Any]:
             return {"decision": "reject", "message": input("message for the agent: ")}
         if answer in ("e", "edit"):
             try:
-                return {"decision": "edit", "args": json.loads(input("new args (JSON): "))}
+                edited = {"decision": "edit", "args": json.loads(input("new args (JSON): "))}
+                # Checked here, as the API does (422): an invalid edit must not use up the
+                # interrupt.
+                parse_decision(edited, TOOLS.get(str(value.get("tool"))))
+                return edited
             except json.JSONDecodeError as err:
                 print(f"not JSON: {err}")
+            except ValueError as err:
+                print(f"not valid: {err}")
 
 
 async def drive(backend: Backend, thread_id: str, first: Any, *, auto_approve: bool) -> int:

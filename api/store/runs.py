@@ -15,13 +15,19 @@ RUNS_CHANNEL = "threadline_runs"
 ACTIVE = ("pending", "running")
 
 
-async def active_runs(conn: AsyncConnection[Any], thread_id: str) -> list[dict[str, Any]]:
+async def lock_thread(conn: AsyncConnection[Any], thread_id: str) -> list[dict[str, Any]] | None:
+    """Lock the thread's row (inside a transaction) and return its active runs (run_id, status),
+    oldest first; None when there is no such thread. One round trip."""
     cur = await conn.execute(
-        "SELECT * FROM runs WHERE thread_id = %s AND status IN ('pending', 'running')"
-        " ORDER BY created_at",
+        "SELECT (SELECT coalesce(json_agg(json_build_object('run_id', r.run_id, 'status', r.status)"
+        "                                 ORDER BY r.created_at), '[]')"
+        "          FROM runs r WHERE r.thread_id = t.thread_id"
+        "           AND r.status IN ('pending', 'running')) AS active"
+        " FROM threads t WHERE t.thread_id = %s FOR UPDATE OF t",
         (thread_id,),
     )
-    return [run_out(r) for r in await cur.fetchall()]
+    row = await cur.fetchone()
+    return None if row is None else list(row["active"])
 
 
 async def insert(
@@ -34,22 +40,27 @@ async def insert(
     multitask_strategy: str,
 ) -> dict[str, Any]:
     """Queue a run and mark its thread busy; call inside the transaction that checked the thread."""
+    # One round trip: the run, the thread marked busy, the workers notified.
     cur = await conn.execute(
-        "INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, metadata, multitask_strategy)"
-        " VALUES (%s, %s, %s, %s, %s, %s) RETURNING *",
-        (
-            uuid.uuid4(),
-            thread_id,
-            assistant_id,
-            Jsonb(kwargs),
-            Jsonb(metadata),
-            multitask_strategy,
-        ),
+        "WITH ins AS ("
+        "  INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, metadata, multitask_strategy)"
+        "  VALUES (%(run)s, %(thread)s, %(assistant)s, %(kwargs)s, %(metadata)s, %(strategy)s)"
+        "  RETURNING *),"
+        " busy AS (UPDATE threads SET status = 'busy', updated_at = now()"
+        "  WHERE thread_id = %(thread)s)"
+        " SELECT ins.*, pg_notify(%(channel)s, 'new') FROM ins",
+        {
+            "run": uuid.uuid4(),
+            "thread": thread_id,
+            "assistant": assistant_id,
+            "kwargs": Jsonb(kwargs),
+            "metadata": Jsonb(metadata),
+            "strategy": multitask_strategy,
+            "channel": RUNS_CHANNEL,
+        },
     )
     row = await cur.fetchone()
     assert row is not None
-    await threads.refresh_status(conn, thread_id)
-    await conn.execute("SELECT pg_notify(%s, %s)", (RUNS_CHANNEL, "new"))
     return run_out(row)
 
 
