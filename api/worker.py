@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +48,36 @@ def graph_modes(requested: list[str]) -> list[str]:
 def is_cached(data: Any) -> bool:
     """An update LangGraph re-emits for a task it did not run again."""
     return isinstance(data, dict) and bool((data.get("__metadata__") or {}).get("cached"))
+
+
+def update_key(data_json: str) -> str:
+    """What identifies an ``updates`` event across attempts: its JSON without ``__metadata__``
+    and without message ids (``add_messages`` may give a message its id after the update was
+    first stored, while the saved pending write that a cached update comes from has none)."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            message = "type" in value and "content" in value
+            return {
+                k: strip(v)
+                for k, v in value.items()
+                if k != "__metadata__" and not (message and k == "id")
+            }
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return json.dumps(strip(json.loads(data_json)), sort_keys=True)
+
+
+async def stored_updates(pool: Pool, run_id: str) -> Counter[str]:
+    """The ``updates`` events a run has stored so far, by :func:`update_key`."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT data::text AS data FROM run_events WHERE run_id = %s AND event = 'updates'",
+            (uuid.UUID(run_id),),
+        )
+        return Counter(update_key(row["data"]) for row in await cur.fetchall())
 
 
 def run_input(kwargs: dict[str, Any]) -> Any:
@@ -251,6 +283,7 @@ class Workers:
             "recursion_limit": user_config.get("recursion_limit")
             or self.settings.limits.recursion_limit(),
         }
+        sent: Counter[str] | None = None
         try:
             async for mode, chunk in graph.astream(
                 run_input(kwargs),
@@ -259,7 +292,15 @@ class Workers:
                 durability="sync",
             ):
                 if mode == "updates" and is_cached(chunk):
-                    continue
+                    # A task that finished before the previous attempt died: its update is
+                    # sent unless that attempt stored it (it may have died in between).
+                    chunk = {k: v for k, v in chunk.items() if k != "__metadata__"}
+                    if sent is None:
+                        sent = await stored_updates(self.pool, run_id)
+                    key = update_key(dumps(chunk))
+                    if sent[key] > 0:
+                        sent[key] -= 1
+                        continue
                 await emitter.emit(mode, chunk)
             state = await graph.aget_state(config)
         except (asyncio.CancelledError, LostRun):
