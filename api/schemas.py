@@ -111,4 +111,6 @@ class Run(BaseModel):  # type: ignore[no-redef]  # a field named "kwargs", as in
     multitask_strategy: str
     kwargs: dict[str, Any]
     attempt: int
+    handbacks: int = 0
+    """Attempts handed back by a shutting-down server; they do not count toward the limit."""
     error: str | None = None

@@ -7,6 +7,7 @@ like any other; else in this process, on the graph and checkpointer directly.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -23,6 +24,8 @@ from api.runtime import BUILTIN_ASSISTANT, Runtime
 from api.serde import to_jsonable
 
 MODES = ["updates", "custom"]
+RECONNECT_TRIES = 60
+"""Reconnects in a row (about two minutes) before the CLI gives up following a run."""
 TOOLS = {t.name: t for t in default_tools()}
 """The built-in agent's tools, to validate edited arguments."""
 
@@ -80,34 +83,77 @@ class RemoteBackend:
     async def stream(
         self, first: Any, answers: dict[str, Any] | None
     ) -> AsyncIterator[tuple[str, Any]]:
+        run_id = None if answers or first is not None else await self._active_run()
+        if run_id is None:
+            run_id = await self._create(first, answers)
+        async for item in self._follow(run_id):
+            yield item
+
+    async def _active_run(self) -> str | None:
+        """A resume follows the thread's run if one is still pending or running (taken over)."""
+        res = await self.client.get(f"/threads/{self.thread_id}")
+        if res.status_code != 200:
+            return None
+        last = res.json().get("last_run") or {}
+        return str(last["run_id"]) if last.get("status") in ("pending", "running") else None
+
+    async def _create(self, first: Any, answers: dict[str, Any] | None) -> str:
         body: dict[str, Any] = {
             "assistant_id": BUILTIN_ASSISTANT,
             "stream_mode": MODES,
             "if_not_exists": "create",
-            "multitask_strategy": "enqueue",
         }
         if answers:
             body["command"] = {"resume": answers}
         else:
             body["input"] = to_jsonable(first)
-        async with self.client.stream(
-            "POST", f"/threads/{self.thread_id}/runs/stream", json=body
-        ) as res:
-            if res.status_code >= 400:
-                detail = (await res.aread()).decode()
-                raise SystemExit(f"threadline: the server refused the run: {detail}")
-            event = None
-            async for line in res.aiter_lines():
-                if line.startswith("event:"):
-                    event = line.partition(":")[2].strip()
-                elif line.startswith("data:") and event:
-                    data = json.loads(line.partition(":")[2])
-                    if event == "error":
-                        print(f"[error] {data.get('message')}", flush=True)
-                    elif event in MODES:
-                        yield event, data
-                    if event == "end":
-                        return
+        res = await self.client.post(f"/threads/{self.thread_id}/runs", json=body)
+        if res.status_code >= 400:
+            raise SystemExit(f"threadline: the server refused the run: {res.json().get('detail')}")
+        return str(res.json()["run_id"])
+
+    async def _follow(self, run_id: str) -> AsyncIterator[tuple[str, Any]]:
+        """The run's stream until ``end``, reconnecting with ``Last-Event-ID`` after a drop (the
+        server restarting, say): events are stored, so nothing is missed or repeated."""
+        last: str | None = None
+        failures = 0
+        while True:
+            headers = {"Last-Event-ID": last} if last else {}
+            try:
+                async with self.client.stream(
+                    "GET", f"/threads/{self.thread_id}/runs/{run_id}/stream", headers=headers
+                ) as res:
+                    if res.status_code >= 500:
+                        raise httpx.TransportError(f"server answered {res.status_code}")
+                    if res.status_code >= 400:
+                        detail = (await res.aread()).decode()
+                        raise SystemExit(f"threadline: cannot follow run {run_id}: {detail}")
+                    event = None
+                    async for line in res.aiter_lines():
+                        if line.startswith("id:"):
+                            last = line.partition(":")[2].strip()
+                        elif line.startswith("event:"):
+                            event = line.partition(":")[2].strip()
+                        elif line.startswith("data:") and event:
+                            failures = 0
+                            data = json.loads(line.partition(":")[2])
+                            if event == "error":
+                                print(f"[error] {data.get('message')}", flush=True)
+                            elif event == "metadata" and data.get("attempt", 1) > 1:
+                                print(f"[resumed: attempt {data['attempt']}]", flush=True)
+                            elif event in MODES:
+                                yield event, data
+                            if event == "end":
+                                return
+            except httpx.TransportError as err:
+                failures += 1
+                if failures > RECONNECT_TRIES:
+                    raise SystemExit(
+                        f"threadline: lost the server ({err}); the run goes on there. Follow it "
+                        f"again with `threadline resume {self.thread_id}`."
+                    ) from None
+                print("[connection lost; reconnecting…]", flush=True)
+                await asyncio.sleep(min(2.0, 0.25 * failures))
 
     async def pending(self) -> list[tuple[str, Any]]:
         res = await self.client.get(f"/threads/{self.thread_id}/state")
@@ -124,7 +170,7 @@ async def find_server(url: str) -> httpx.AsyncClient | None:
     """A client for the server at ``url`` if one answers ``/ok`` there."""
     client = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(10.0, read=None))
     try:
-        res = await client.get("/ok", timeout=1.0)
+        res = await client.get("/ok", timeout=3.0)
         if res.status_code == 200:
             return client
     except httpx.HTTPError:

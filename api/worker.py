@@ -259,7 +259,7 @@ class Workers:
         run_id, attempt, thread_id = run["run_id"], run["attempt"], run["thread_id"]
         emitter = Emitter(self.pool, self.hub, run_id, attempt, thread_id)
         emitter.seq = execution.last_seq
-        if attempt > self.settings.max_attempts:
+        if attempt - run.get("handbacks", 0) > self.settings.max_attempts:
             message = (
                 f"run stopped after {self.settings.max_attempts} attempts: each time the "
                 "process running it died or stopped renewing its lease. Fix the cause, then "

@@ -23,6 +23,7 @@ def run_out(row: dict[str, Any]) -> dict[str, Any]:
         "multitask_strategy": row["multitask_strategy"],
         "kwargs": row["kwargs"],
         "attempt": row["attempt"],
+        "handbacks": row.get("handbacks", 0),
         "error": row["error"],
     }
 

@@ -135,7 +135,8 @@ async def release(conn: AsyncConnection[Any], run_id: str, attempt: int, worker_
     """Hand a run back (shutdown): another worker claims it at once, as its next attempt."""
     await conn.execute(
         "UPDATE runs SET status = 'pending', worker_id = NULL, lease_until = NULL,"
-        " updated_at = now() WHERE run_id = %s AND attempt = %s AND worker_id = %s",
+        " handbacks = handbacks + 1, updated_at = now()"
+        " WHERE run_id = %s AND attempt = %s AND worker_id = %s",
         (uuid.UUID(run_id), attempt, worker_id),
     )
     await conn.execute("SELECT pg_notify(%s, %s)", (RUNS_CHANNEL, "new"))
