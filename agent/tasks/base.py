@@ -62,6 +62,8 @@ class Task:
     template: str | None = None
     policy: dict[str, str] = field(default_factory=dict)
     """The task's own approval rules; deployment and run rules override them."""
+    kind: str = "demo"
+    """What the task exercises: ``demo`` (the shipped demos), ``edit``, ``fix``, ``approval``."""
 
     def parse_params(self, raw: dict[str, Any] | None) -> BaseModel:
         """Validate parameters; ValueError names what is wrong and what is accepted."""
