@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
 import logging
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +26,15 @@ from api.settings import Settings
 from api.worker import Workers
 
 logger = logging.getLogger(__name__)
+
+
+def dump_tasks() -> None:
+    """Log the stack of every asyncio task (diagnostics, on SIGUSR1)."""
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        out.write(f"--- {task.get_name()}\n")
+        task.print_stack(file=out)
+    logger.warning("asyncio tasks:\n%s", out.getvalue())
 STATIC = Path(__file__).parent / "static"
 
 
@@ -44,6 +57,9 @@ def create_app(settings: Settings) -> FastAPI:
             workers = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
             await workers.start()
             app.state.service = Service(runtime=runtime, hub=hub)
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                # `kill -USR1 <pid>` logs every asyncio task's stack: where a stuck run waits.
+                asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
             app.state.workers = workers
             logger.info(
                 "threadline ready: model %s, database %s",

@@ -212,13 +212,16 @@ class Workers:
             await asyncio.sleep(self.settings.heartbeat_seconds)
             if not self.active:
                 continue
+            # Only runs held before the renewal started can be judged by it: a run claimed while
+            # it was in flight is not in its result yet, and is not lost.
+            before = list(self.active.items())
             try:
                 async with self.pool.connection() as conn:
                     held = await runs.renew(conn, self.worker_id, self.settings.lease_seconds)
             except Exception:
                 logger.exception("renewing leases failed")
                 continue
-            for run_id, execution in list(self.active.items()):
+            for run_id, execution in before:
                 mine = held.get(run_id)
                 if mine is None or mine[0] != execution.run["attempt"]:
                     if execution.task and not execution.task.done():
@@ -250,8 +253,9 @@ class Workers:
         except Exception:
             logger.exception("run %s: bookkeeping failed; its lease will expire", run_id)
         finally:
-            self.active.pop(run_id, None)
-            self.hub.forget_run(run_id)
+            if self.active.get(run_id) is execution:  # not a later attempt claimed meanwhile
+                del self.active[run_id]
+                self.hub.forget_run(run_id)
             self.slots.release()
 
     async def _run(self, execution: Execution) -> None:
@@ -373,10 +377,17 @@ class Workers:
                     values=None,
                     interrupted=False,
                 )
+        elif reason == "lost":
+            logger.warning(
+                "run %s attempt %s: lease lost (another worker took it over); stopped",
+                run["run_id"],
+                run["attempt"],
+            )
         elif reason == "shutdown":
             async with self.pool.connection() as conn:
                 await runs.release(conn, run["run_id"], run["attempt"], self.worker_id)
-        # "lost": another worker owns the run now; write nothing.
+        else:
+            logger.warning("run %s was cancelled from outside; its lease expires", run["run_id"])
 
 
 class Emitter:
