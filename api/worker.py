@@ -23,7 +23,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from agent.nodes.tool_call import RECORD_TOOL_KEY
+from agent.nodes.tool_call import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
 from api.database import Pool
 from api.hub import Hub
 from api.serde import dumps
@@ -282,6 +282,7 @@ class Workers:
                 **(user_config.get("configurable") or {}),
                 "thread_id": thread_id,
                 RECORD_TOOL_KEY: emitter.record_tool,
+                PRIOR_RESULT_KEY: emitter.prior_result,
             },
             "metadata": {**(user_config.get("metadata") or {}), "run_id": run_id},
             "recursion_limit": user_config.get("recursion_limit")
@@ -402,6 +403,11 @@ class Emitter:
         self.thread_id = thread_id
         self.seq = 0
         self._unpublished: list[tuple[int, str, str]] = []
+
+    async def prior_result(self, idempotency_key: str) -> dict[str, Any] | None:
+        """The recorded result of a call that already executed (the tool node's hook)."""
+        async with self.pool.connection() as conn:
+            return await audit.prior_result(conn, self.thread_id, idempotency_key)
 
     async def record_tool(self, finished: dict[str, Any]) -> None:
         async with self.pool.connection() as conn:

@@ -24,6 +24,11 @@ from agent.policy import ApprovalPolicy, validate_rules
 from agent.state import ToolTask
 from agent.tools import ToolContext, ToolSpec, ensure_workspace, execute_tool
 
+PRIOR_RESULT_KEY = "__threadline_prior_result"
+"""``configurable`` key of an optional async callable ``(idempotency_key) -> {"ok", "content"} |
+None``: the recorded result of a call that already executed. A call that finished but whose
+result was not checkpointed before the process died returns that result instead of running
+again; only a death between a tool's effect and its record can still repeat it."""
 RECORD_TOOL_KEY = "__threadline_record_tool"
 """``configurable`` key of an optional async callable that durably records each execution (the
 server's audit log). A streamed event is stored later than the task's result may be checkpointed,
@@ -102,11 +107,27 @@ class ToolCallNode:
             if decision.decision == "edit" and decision.args is not None:
                 args = decision.args
         write = get_stream_writer()
+        key = f"{thread_id_of(config)}:{call['id']}"
+        lookup = configurable.get(PRIOR_RESULT_KEY)
+        prior = await lookup(key) if lookup is not None else None
+        if prior is not None:
+            write(
+                {
+                    "type": "tool_finished",
+                    "tool_call_id": call["id"],
+                    "tool": tool.name,
+                    "ok": prior["ok"],
+                    "duration": 0.0,
+                    "output": prior["content"][:2000],
+                    "replayed": True,
+                }
+            )
+            return _message(call, prior["content"], prior["ok"])
         write({"type": "tool_started", "tool_call_id": call["id"], "tool": tool.name, "args": args})
         started = time.monotonic()
         ctx = ToolContext(
             workspace=ensure_workspace(self.data_dir, thread_id_of(config)),
-            idempotency_key=f"{thread_id_of(config)}:{call['id']}",
+            idempotency_key=key,
         )
         result = await execute_tool(tool, ctx, args, cap=self.limits.tool_output_cap)
         duration = time.monotonic() - started
@@ -121,6 +142,6 @@ class ToolCallNode:
         record = configurable.get(RECORD_TOOL_KEY)
         if record is not None:
             # Awaited before returning: the result is checkpointed only after it is recorded.
-            await record({**finished, "args": args})
+            await record({**finished, "args": args, "result": result.content})
         write(finished)
         return _message(call, result.content, result.ok, duration)

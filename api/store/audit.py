@@ -65,7 +65,25 @@ async def record_tool(
                     "ok": event.get("ok"),
                     "duration": event.get("duration"),
                     "output": str(event.get("output", ""))[:500],
+                    # The whole result (already capped by the tool): a re-run of the call after
+                    # a crash returns it instead of executing again.
+                    "result": event.get("result"),
                 }
             ),
         ),
     )
+
+
+async def prior_result(
+    conn: AsyncConnection[Any], thread_id: str, idempotency_key: str
+) -> dict[str, Any] | None:
+    """The recorded result of a tool call that already executed: ``{"ok", "content"}``."""
+    cur = await conn.execute(
+        "SELECT detail FROM audit_log WHERE thread_id = %s AND kind = 'tool'"
+        " AND idempotency_key = %s AND detail ? 'result' ORDER BY id LIMIT 1",
+        (thread_id, idempotency_key),
+    )
+    row = await cur.fetchone()
+    if row is None or row["detail"].get("result") is None:
+        return None
+    return {"ok": bool(row["detail"].get("ok")), "content": str(row["detail"]["result"])}
