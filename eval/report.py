@@ -34,9 +34,9 @@ python -m eval --from-results eval/results/A.json eval/results/B.json  # re-rend
   more than once (its appends are keyed by the call's idempotency key); for every task, an
   `edit_file` or appending `write_file` call that succeeded twice. **re-executed calls**: tool
   executions in the audit log (`GET /threads/{id}/audit`) that share an idempotency key, i.e. a
-  call run again after a kill (a read, a same-content write, a test run: no effect twice). The
-  service runs a call again when its process dies after the call finished but before the call's
-  result was checkpointed; only calls that are not safe to repeat turn that into a duplicate.
+  call run again after a kill. A call whose execution was recorded returns the recorded result
+  when its step runs again, so only a process that dies between a tool's effect and its record
+  can run a call twice; only calls that are not safe to repeat would turn that into a duplicate.
   **lost events**: ids missing from what a reconnecting client read of a run's stream (every
   stream must read 1..N in order, ending with `end`).
 - **time to resume** (crash mode): for each run in flight at a kill, from the SIGKILL to the first
