@@ -80,6 +80,10 @@ class Hub:
             waiter.stale = True
             waiter.set()
 
+    def expect_local(self, run_id: str, seq: int) -> None:
+        """This process is storing event ``seq`` of ``run_id`` and will publish it itself."""
+        self._local_seq[run_id] = max(seq, self._local_seq.get(run_id, 0))
+
     def forget_run(self, run_id: str) -> None:
         """The run ended here: stop remembering its sequence numbers."""
         self._local_seq.pop(run_id, None)

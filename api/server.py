@@ -32,4 +32,7 @@ def serve(
         log_level=settings.log_level,
         # Open SSE streams would hold shutdown forever; clients reconnect with Last-Event-ID.
         timeout_graceful_shutdown=3,
+        # Longer than clients' idle reuse (httpx: 5 s), so a client never sends on a connection
+        # the server is closing at that moment.
+        timeout_keep_alive=30,
     )

@@ -117,6 +117,7 @@ class Execution:
     task: asyncio.Task[None] | None = None
     stop_reason: str | None = None
     """``cancel``, ``lost`` or ``shutdown`` once the worker decided to stop it."""
+    started: bool = False
 
 
 @dataclass
@@ -217,7 +218,12 @@ class Workers:
             before = list(self.active.items())
             try:
                 async with self.pool.connection() as conn:
-                    held = await runs.renew(conn, self.worker_id, self.settings.lease_seconds)
+                    held = await runs.renew(
+                        conn,
+                        self.worker_id,
+                        self.settings.lease_seconds,
+                        [run_id for run_id, _ in before],
+                    )
             except Exception:
                 logger.exception("renewing leases failed")
                 continue
@@ -237,14 +243,20 @@ class Workers:
     def _stop(self, execution: Execution, reason: str) -> None:
         if execution.stop_reason is None and execution.task and not execution.task.done():
             execution.stop_reason = reason
-            execution.task.cancel()
+            # A task cancelled before its first step never runs its body (nor its cleanup):
+            # it sees ``stop_reason`` when it starts instead.
+            if execution.started:
+                execution.task.cancel()
 
     # -- one run -------------------------------------------------------------------------------
 
     async def _execute(self, execution: Execution) -> None:
         run = execution.run
         run_id = run["run_id"]
+        execution.started = True
         try:
+            if execution.stop_reason:  # stopped before it started: nothing ran yet
+                raise asyncio.CancelledError
             await self._run(execution)
         except asyncio.CancelledError:
             await self._after_stop(execution)
@@ -428,6 +440,8 @@ class Emitter:
     async def emit_on(self, conn: Any, event: str, data: Any) -> None:
         """Store on ``conn``; call :meth:`wake` once it is committed."""
         text = dumps(data)
+        # Before the insert: its notification may come back before this process publishes it.
+        self.hub.expect_local(self.run_id, self.seq + 1)
         await events.append(conn, self.run_id, self.seq + 1, event, text, self.attempt)
         self.seq += 1
         self._unpublished.append((self.seq, event, text))

@@ -119,14 +119,16 @@ async def claim(
 
 
 async def renew(
-    conn: AsyncConnection[Any], worker_id: str, lease: float
+    conn: AsyncConnection[Any], worker_id: str, lease: float, run_ids: list[str]
 ) -> dict[str, tuple[int, bool]]:
-    """Extend this worker's leases; returns run id → (attempt, cancel requested)."""
+    """Extend the leases of the runs this worker executes; returns run id → (attempt, cancel
+    requested). Only the ids it names: a run whose execution ended without finishing it must
+    see its lease expire, not be kept alive forever."""
     cur = await conn.execute(
         "UPDATE runs SET lease_until = now() + make_interval(secs => %s)"
-        " WHERE worker_id = %s AND status = 'running'"
+        " WHERE worker_id = %s AND status = 'running' AND run_id = ANY(%s)"
         " RETURNING run_id, attempt, cancel_requested",
-        (lease, worker_id),
+        (lease, worker_id, [uuid.UUID(r) for r in run_ids]),
     )
     return {str(r["run_id"]): (r["attempt"], r["cancel_requested"]) for r in await cur.fetchall()}
 

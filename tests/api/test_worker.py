@@ -28,8 +28,8 @@ async def test_run_claimed_while_a_lease_renewal_is_in_flight_is_not_taken_for_l
     expired and run again as attempt 2)."""
     real_renew = runs_store.renew
 
-    async def slow_renew(conn: Any, worker_id: str, lease: float) -> Any:
-        held = await real_renew(conn, worker_id, lease)
+    async def slow_renew(conn: Any, worker_id: str, lease: float, run_ids: list[str]) -> Any:
+        held = await real_renew(conn, worker_id, lease, run_ids)
         await asyncio.sleep(0.4)  # claims land while this renewal is "in flight"
         return held
 
