@@ -1,0 +1,165 @@
+"""Looking inside a process without touching threadline's code: SQL counts and pool statistics.
+
+``install(trace_sql=...)`` wraps psycopg's async ``execute``/``executemany`` (statement counts,
+when ``trace_sql``) and ``AsyncConnectionPool.open`` (to find the pools: their queueing
+statistics, and ``requests_waiting`` sampled every 50 ms from a thread).
+
+``python -m bench.instrument serve ...`` runs ``threadline`` that way (``$BENCH_TRACE_SQL=1``
+adds statement counts) and writes :func:`snapshot` to ``$BENCH_INSTRUMENT_OUT`` on SIGUSR2 and
+at exit. Statements sent in one pipeline (the checkpointer's writes) count one each though they
+share a round trip.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import re
+import sys
+import threading
+from collections import Counter
+from typing import Any
+
+COUNTS: Counter[str] = Counter()
+CHECKOUTS: Counter[str] = Counter()
+POOLS: list[Any] = []
+WAITING = {"max": 0, "sum": 0, "samples": 0}
+
+
+def label(query: Any) -> str:
+    """A statement's first words, whitespace collapsed (``(empty)`` for the pool's check)."""
+    if isinstance(query, bytes):
+        text = query.decode(errors="replace")
+    elif isinstance(query, str):
+        text = query
+    else:  # psycopg.sql.Composed and friends
+        text = repr(query)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text[:90] if text else "(empty: pool connection check)"
+
+
+def _sample_pools() -> None:
+    while True:
+        waiting = 0
+        for pool in list(POOLS):
+            with contextlib.suppress(Exception):
+                waiting += len(pool._waiting)
+        WAITING["max"] = max(WAITING["max"], waiting)
+        WAITING["sum"] += waiting
+        WAITING["samples"] += 1
+        threading.Event().wait(0.05)
+
+
+def install(*, trace_sql: bool) -> None:
+    from psycopg import AsyncCursor
+    from psycopg_pool import AsyncConnectionPool
+
+    if not getattr(AsyncConnectionPool, "_bench_pools", False):
+        open_ = AsyncConnectionPool.open
+
+        async def tracked_open(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if self not in POOLS:
+                POOLS.append(self)
+            return await open_(self, *args, **kwargs)
+
+        AsyncConnectionPool.open = tracked_open  # type: ignore[method-assign]
+        AsyncConnectionPool._bench_pools = True  # type: ignore[attr-defined]
+        threading.Thread(target=_sample_pools, name="bench-pool-sampler", daemon=True).start()
+    if not trace_sql or getattr(AsyncCursor, "_bench_sql", False):
+        return
+    AsyncCursor._bench_sql = True  # type: ignore[attr-defined]
+    execute, executemany, getconn = (
+        AsyncCursor.execute,
+        AsyncCursor.executemany,
+        AsyncConnectionPool.getconn,
+    )
+
+    async def traced_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        COUNTS[label(query)] += 1
+        return await execute(self, query, *args, **kwargs)
+
+    async def traced_executemany(self: Any, query: Any, params_seq: Any, **kwargs: Any) -> Any:
+        params_seq = list(params_seq)
+        COUNTS[f"[executemany x{len(params_seq)}] " + label(query)] += 1
+        return await executemany(self, query, params_seq, **kwargs)
+
+    async def traced_getconn(self: Any, *args: Any, **kwargs: Any) -> Any:
+        CHECKOUTS["pool checkouts"] += 1
+        return await getconn(self, *args, **kwargs)
+
+    AsyncCursor.execute = traced_execute  # type: ignore[method-assign]
+    AsyncCursor.executemany = traced_executemany  # type: ignore[method-assign]
+    AsyncConnectionPool.getconn = traced_getconn  # type: ignore[method-assign]
+
+
+def pool_stats() -> dict[str, int]:
+    """Counters summed over the process's open pools (``psycopg_pool`` ``get_stats``)."""
+    total: Counter[str] = Counter()
+    for pool in list(POOLS):
+        if pool.closed:
+            POOLS.remove(pool)
+            continue
+        for k, v in pool.get_stats().items():
+            total[k] += v
+    return dict(total)
+
+
+def snapshot() -> dict[str, Any]:
+    return {
+        "statements": dict(COUNTS),
+        "checkouts": CHECKOUTS["pool checkouts"],
+        "pool": pool_stats(),
+        "waiting": dict(WAITING),
+    }
+
+
+def reset() -> None:
+    COUNTS.clear()
+    CHECKOUTS.clear()
+    WAITING.update(max=0, sum=0, samples=0)
+
+
+def pool_diff(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """Pool queueing between two snapshots: checkouts, how many waited and how long."""
+    a, b = after["pool"], before["pool"]
+
+    def d(key: str) -> int:
+        return int(a.get(key, 0)) - int(b.get(key, 0))
+
+    requests, queued, wait_ms = d("requests_num"), d("requests_queued"), d("requests_wait_ms")
+    samples = after["waiting"]["samples"] - before["waiting"]["samples"]
+    waiting_sum = after["waiting"]["sum"] - before["waiting"]["sum"]
+    return {
+        "checkouts": requests,
+        "queued_pct": round(100 * queued / requests, 1) if requests else None,
+        "wait_ms_per_checkout": round(wait_ms / requests, 2) if requests else None,
+        "wait_ms_per_queued": round(wait_ms / queued, 1) if queued else None,
+        "usage_ms_per_checkout": round(d("usage_ms") / requests, 2) if requests else None,
+        "mean_waiting": round(waiting_sum / samples, 1) if samples else None,
+        "max_waiting": after["waiting"]["max"],
+        "pool_size_end": a.get("pool_size"),
+        "pool_max": a.get("pool_max"),
+    }
+
+
+def _dump() -> None:
+    out = os.environ.get("BENCH_INSTRUMENT_OUT")
+    if out:
+        with open(out + ".tmp", "w") as f:
+            json.dump(snapshot(), f, indent=1)
+        WAITING["max"] = 0  # the next snapshot reports the peak since this one
+        os.replace(out + ".tmp", out)
+
+
+if __name__ == "__main__":
+    import signal
+
+    install(trace_sql=os.environ.get("BENCH_TRACE_SQL") == "1")
+    atexit.register(_dump)
+    # SIGUSR2: the app itself takes SIGUSR1 (it logs every asyncio task's stack).
+    signal.signal(signal.SIGUSR2, lambda *_: _dump())
+    from api.cli import main
+
+    main(sys.argv[1:])

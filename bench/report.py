@@ -1,0 +1,600 @@
+"""The results: ``<timestamp>.json``, ``latest.md`` (tables) and ``latest.png`` (a plot)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return round(a / b, 2)
+
+
+def per_run_ms(usage: dict[str, Any], key: str, runs: int) -> float | None:
+    if not runs or usage.get(key) is None:
+        return None
+    return round(1000 * usage[key] / runs, 1)
+
+
+def ratios(level: dict[str, Any]) -> dict[str, float | None]:
+    """service / direct for one level (latency: >1 is slower; throughput: <1 is slower)."""
+    d, s = level["direct"], level["service"]
+    return {
+        "latency_p50": ratio(s["latency_p50_ms"], d["latency_p50_ms"]),
+        "latency_p95": ratio(s["latency_p95_ms"], d["latency_p95_ms"]),
+        "throughput": ratio(s["runs_per_s"], d["runs_per_s"]),
+        "ttfe_p50": ratio(s["ttfe_p50_ms"], d["ttfe_p50_ms"]),
+        "cpu_per_run": ratio(
+            per_run_ms(s["process"], "cpu_s", s["runs"]),
+            per_run_ms(d["process"], "cpu_s", d["runs"]),
+        ),
+        "pg_cpu_per_run": ratio(pg_ms(s), pg_ms(d)),
+        "all_cpu_per_run": ratio(all_ms(s), all_ms(d)),
+        "db_xacts_per_run": ratio(s.get("db_xacts_per_run"), d.get("db_xacts_per_run")),
+    }
+
+
+def pg_ms(r: dict[str, Any]) -> float | None:
+    """PostgreSQL backend CPU per run (ms), when it could be sampled."""
+    usage = r.get("postgres")
+    if not usage or usage.get("error"):
+        return None
+    return per_run_ms(usage, "cpu_s", r["runs"])
+
+
+def all_ms(r: dict[str, Any]) -> float | None:
+    """Graph process + tool subprocesses + PostgreSQL backends, CPU per run (ms)."""
+    parts = [
+        per_run_ms(r["process"], "cpu_s", r["runs"]),
+        per_run_ms(r["process"], "children_cpu_s", r["runs"]),
+        pg_ms(r),
+    ]
+    return None if any(p is None for p in parts) else round(sum(parts), 1)  # type: ignore[arg-type]
+
+
+def per_step(levels: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the service adds per agent step at c=1: (service - direct) / steps, for latency
+    (p50) and for CPU (graph process, and graph process + PostgreSQL)."""
+    level = next((lv for lv in levels if lv["concurrency"] == 1), None)
+    if level is None:
+        return None
+    d, s = level["direct"], level["service"]
+    steps = d.get("steps_per_run") or s.get("steps_per_run")
+    if not steps or d["latency_p50_ms"] is None or s["latency_p50_ms"] is None:
+        return None
+
+    def step(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else round((a - b) / steps, 2)
+
+    cpu_d = per_run_ms(d["process"], "cpu_s", d["runs"])
+    cpu_s = per_run_ms(s["process"], "cpu_s", s["runs"])
+    pg_d, pg_s = pg_ms(d), pg_ms(s)
+    both_d = None if cpu_d is None or pg_d is None else cpu_d + pg_d
+    both_s = None if cpu_s is None or pg_s is None else cpu_s + pg_s
+    return {
+        "concurrency": 1,
+        "steps_per_run": steps,
+        "steps_per_run_service": s.get("steps_per_run"),
+        "latency_p50_ms": {"direct": d["latency_p50_ms"], "service": s["latency_p50_ms"]},
+        "latency_ms_per_step": step(s["latency_p50_ms"], d["latency_p50_ms"]),
+        "latency_ms_per_step_excl_create": step(
+            None
+            if s.get("create_thread_p50_ms") is None
+            else s["latency_p50_ms"] - s["create_thread_p50_ms"],
+            d["latency_p50_ms"],
+        ),
+        "cpu_ms_per_step": step(cpu_s, cpu_d),
+        "cpu_pg_ms_per_step": step(both_s, both_d),
+        "direct_latency_ms_per_step": round(d["latency_p50_ms"] / steps, 2),
+    }
+
+
+def _fmt(v: Any, digits: int = 0) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    meta = result["meta"]
+    timing = ", ".join(f"{k} {v} s" for k, v in (meta.get("section_s") or {}).items())
+    out = [
+        f"# threadline benchmark — {meta['timestamp']}",
+        "",
+        f"Task `counter` n={meta['n']} delay={meta['delay']} · {meta['cpus']} CPUs · "
+        f"Python {meta['python']} · langgraph {meta['langgraph']} · PostgreSQL "
+        f"{meta['postgres']} · pool {meta['pool_size']} · workers {meta['workers']} · "
+        f"event loop {meta['loop']}" + (" · **quick**" if meta.get("quick") else ""),
+        "",
+        f"Took {meta.get('duration_s')} s ({timing}); load average (1, 5, 15 min) at the start "
+        f"{meta.get('loadavg_start')}, at the end {meta.get('loadavg_end')}.",
+        "",
+    ]
+    if result.get("levels"):
+        out += throughput_markdown(result)
+    for key, render in (
+        ("per_step", per_step_markdown),
+        ("eventlog", eventlog_markdown),
+        ("checkpoints", checkpoints_markdown),
+        ("resume", resume_markdown),
+    ):
+        if result.get(key):
+            out += ["", render(result[key], result)]
+    prof = result.get("profile")
+    if prof:
+        out += ["", profile_markdown(prof)]
+    sql = result.get("sql")
+    if sql:
+        out += ["", sql_markdown(sql)]
+    return "\n".join(out) + "\n"
+
+
+def throughput_markdown(result: dict[str, Any]) -> list[str]:
+    meta = result["meta"]
+    out = [
+        "## Service vs the floor",
+        "",
+        "*direct* = the same graph in one process on a `PooledSaver` (the floor); *service* = "
+        "`POST /threads` + `POST /threads/{id}/runs/stream` over HTTP/SSE against "
+        "`threadline serve`. Each level runs direct, then service, back to back: compare the "
+        "ratios, not absolute times (shared, noisy machine).",
+        "",
+        "| c | mode | runs | err | runs/s | p50 ms | p95 ms | 1st graph event p50 ms "
+        "| 1st event (metadata) p50 ms "
+        "| CPU ms/run | PG CPU ms/run | tools CPU ms/run | DB xacts/run | peak RSS MB |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for level in result["levels"]:
+        for mode in ("direct", "service"):
+            r = level[mode]
+            p = r["process"]
+            out.append(
+                f"| {level['concurrency']} | {mode} | {r['runs']} | {r['errors']} "
+                f"| {_fmt(r['runs_per_s'], 2)} | {_fmt(r['latency_p50_ms'])} "
+                f"| {_fmt(r['latency_p95_ms'])} | {_fmt(r['ttfe_p50_ms'])} "
+                f"| {_fmt(r.get('ttfe_meta_p50_ms'))} "
+                f"| {_fmt(per_run_ms(p, 'cpu_s', r['runs']))} | {_fmt(pg_ms(r))} "
+                f"| {_fmt(per_run_ms(p, 'children_cpu_s', r['runs']))} "
+                f"| {_fmt(r.get('db_xacts_per_run'), 1)} | {_fmt(p['peak_rss_mb'])} |"
+            )
+    out += [
+        "",
+        "**service / direct** (same run; latency and CPU: 1.0 = as cheap as the floor, higher "
+        "is worse; throughput: 1.0 = as fast, lower is worse)",
+        "",
+        "| c | latency p50 x | latency p95 x | throughput x | TTFE graph p50 x | CPU/run x "
+        "| PG CPU/run x | all CPU/run x | DB xacts/run x |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for level in result["levels"]:
+        q = level["ratios"]
+        out.append(
+            f"| {level['concurrency']} | {_fmt(q['latency_p50'], 2)} "
+            f"| {_fmt(q['latency_p95'], 2)} | {_fmt(q['throughput'], 2)} "
+            f"| {_fmt(q['ttfe_p50'], 2)} | {_fmt(q['cpu_per_run'], 2)} "
+            f"| {_fmt(q['pg_cpu_per_run'], 2)} | {_fmt(q['all_cpu_per_run'], 2)} "
+            f"| {_fmt(q['db_xacts_per_run'], 2)} |"
+        )
+    out += [
+        "",
+        "Time to first event (TTFE): *1st graph event* is the first graph chunk (direct) / the "
+        "first SSE event after `metadata` (service), counted from the run's first request; "
+        "*1st event (metadata)* is the service's first SSE event, what a client sees first "
+        "(direct has none). TTFE x compares the graph events. Latency (service) runs from "
+        "`POST /threads` to the `end` event. CPU ms/run: the graph process (direct: the "
+        "benchmark process; service: the server), excluding the tool subprocesses every run "
+        "starts (tools CPU); PG CPU: the PostgreSQL backends of the level's database; all CPU: "
+        "the three together. DB xacts/run: `pg_stat_database.xact_commit` of the level's "
+        "database over all its runs, warm-up and server start-up included (approximate). Peak RSS: "
+        "sampled every 50 ms.",
+    ]
+    clients = [
+        f"c={lv['concurrency']}: "
+        + _fmt(per_run_ms(lv["service"]["client"], "cpu_s", lv["service"]["runs"]))
+        for lv in result["levels"]
+    ]
+    out += [
+        "",
+        "Benchmark client CPU ms/run during the service phase: "
+        + ", ".join(clients)
+        + ". Load average (1 min) at each level's start: "
+        + ", ".join(
+            f"c={lv['concurrency']}: {lv.get('loadavg_1m_start')}" for lv in result["levels"]
+        )
+        + f" ({meta['cpus']} CPUs).",
+    ]
+    errors = [
+        f"- c={lv['concurrency']} {mode}, {lv[mode]['errors']} failed, e.g.: "
+        + "; ".join(f"`{e}`" for e in lv[mode]["error_samples"][:3])
+        for lv in result["levels"]
+        for mode in ("direct", "service")
+        if lv[mode]["errors"]
+    ]
+    if errors:
+        out += ["", "Errors:", *errors]
+    return out
+
+
+def per_step_markdown(p: dict[str, Any], result: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "## Per-step overhead (c=1)",
+            "",
+            f"(service - direct) / {_fmt(p['steps_per_run'], 1)} agent steps per run "
+            f"(`counter` n={result['meta']['n']}; the service counted "
+            f"{_fmt(p['steps_per_run_service'], 1)}):",
+            "",
+            "| latency p50 ms/step | same, without `POST /threads` | CPU ms/step (graph process) "
+            "| CPU ms/step (graph + PostgreSQL) | floor latency ms/step |",
+            "|---:|---:|---:|---:|---:|",
+            f"| {_fmt(p['latency_ms_per_step'], 1)} "
+            f"| {_fmt(p['latency_ms_per_step_excl_create'], 1)} "
+            f"| {_fmt(p['cpu_ms_per_step'], 1)} | {_fmt(p['cpu_pg_ms_per_step'], 1)} "
+            f"| {_fmt(p['direct_latency_ms_per_step'], 1)} |",
+            "",
+            "The whole difference is divided by the steps, so the per-run fixed costs (creating "
+            "the thread and the run, claiming it, `metadata`/`end`, SSE set-up) are spread over "
+            "them too; the second column leaves `POST /threads` out.",
+        ]
+    )
+
+
+def eventlog_markdown(e: dict[str, Any], result: dict[str, Any]) -> str:
+    us = e["us_per_event"]
+    level = next((lv for lv in result.get("levels", []) if lv["concurrency"] == 1), None)
+    per_run = level["service"]["events_per_run"] if level else None
+    lat = level["service"]["latency_p50_ms"] if level else None
+    rows = []
+    for v in us:
+        cost = None if per_run is None else us[v] * per_run / 1000
+        share = None if cost is None or not lat else 100 * cost / lat
+        best = (e.get("best_us") or {}).get(v)
+        rows.append(
+            f"| `{v}` | {_fmt(us[v])} | {_fmt(e['overhead_vs_insert'][v], 2)} | {_fmt(best)} "
+            f"| {_fmt((e.get('best_vs_insert') or {}).get(v), 2)} "
+            f"| {_fmt(e['spread_us'][v][0])}-{_fmt(e['spread_us'][v][1])} "
+            f"| {_fmt(cost, 1)} | {_fmt(share, 1)} |"
+        )
+    return "\n".join(
+        [
+            "## Event-log write cost",
+            "",
+            f"One event at a time on one autocommit connection (a commit each, as the worker "
+            f"writes), {e['rounds']} interleaved rounds of {e['events_per_round']} events "
+            f"(~{e['event_bytes']} B of JSON each), a listener connected. Median of the round "
+            "means, the best round, and the range. Events per run: "
+            f"**{_fmt(per_run, 1)}** (service, c=1, as the client read them: `metadata` to "
+            "`end`); *ms per run* = median µs/event * events per run.",
+            "",
+            "| variant | µs/event (median) | x insert | µs/event (best) | x insert (best) "
+            "| range µs | ms per run | % of run latency (c=1) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            *rows,
+            "",
+            "`insert`: plain `INSERT ... VALUES`; `insert+notify`: with `pg_notify` in the same "
+            "statement; `fenced`: the attempt/status `WHERE EXISTS` guard without notify; "
+            "`append`: `api.store.events.append` (fenced + notify); `emit`: `append` on a "
+            "connection checked out of the pool per event, like `Emitter.emit`. Every variant "
+            "pays a commit (WAL flush, `synchronous_commit=on`), which is most of its time.",
+        ]
+    )
+
+
+def _kb(v: float | None) -> str:
+    return "-" if v is None else f"{v / 1024:.1f}"
+
+
+def checkpoints_markdown(c: dict[str, Any], result: dict[str, Any]) -> str:
+    out = ["## Checkpoint storage of a long thread", ""]
+    for key in ("empty", "files"):
+        block = c.get(key)
+        if not block:
+            continue
+        steps = block["steps"]
+        title = (
+            f"{block.get('files')} files in the workspace (a listing of ~1 KB per tool result)"
+            if key == "files"
+            else "empty workspace (tiny tool results: the brief's case)"
+        )
+        out += [
+            f"**{title}** — {steps} agent steps of one `list_files` call each (scripted "
+            f'model, approval `{{"*": "auto"}}`), measured every {block["every"]} steps; '
+            "storage = `pg_column_size` of the thread's rows in `checkpoints` + "
+            "`checkpoint_blobs` + `checkpoint_writes` (as stored, TOAST-compressed); messages = "
+            'JSON of `state.values["messages"]`.',
+            "",
+            "| variant | channel | storage KB | messages KB | storage ÷ messages | B/step "
+            "| growth (quadratic share) | checkpoints / blobs / writes KB | blobs raw KB "
+            "| rows left | ms/step | load state ms | ids stable |",
+            "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---|",
+        ]
+        for name, v in block["variants"].items():
+            if "error" in v:
+                out.append(f"| {name} | failed: {v['error']} |" + " |" * 11)
+                continue
+            last = v["points"][-1]
+            f = v.get("fit") or {}
+            out.append(
+                f"| {name} | {v['channel']} | {_kb(last['storage_bytes'])} "
+                f"| {_kb(last['messages_bytes'])} | **{_fmt(last['ratio'], 2)}** "
+                f"| {_fmt(v['bytes_per_step'])} "
+                f"| {f.get('growth', '-')} ({_fmt(f.get('quadratic_share'), 2)}) "
+                f"| {_kb(last['checkpoints'])} / {_kb(last['checkpoint_blobs'])} / "
+                f"{_kb(last['checkpoint_writes'])} | {_kb(last['blobs_raw'])} "
+                f"| {last['checkpoints_rows']}/{last['checkpoint_blobs_rows']}/"
+                f"{last['checkpoint_writes_rows']} | {_fmt(v['ms_per_step'], 1)} "
+                f"| {_fmt(v['load_state_ms'], 1)} | {'yes' if v['ids_stable'] else '**no**'} |"
+            )
+        base = block["variants"].get("baseline") or {}
+        if base.get("points"):
+            pts = base["points"]
+            out += [
+                "",
+                "baseline storage by step: "
+                + ", ".join(f"{p['steps']}: {_kb(p['storage_bytes'])} KB" for p in pts)
+                + f"; fit a + b·s + c·s²: b = {_fmt((base.get('fit') or {}).get('b_per_step'))} "
+                f"B/step, c = {_fmt((base.get('fit') or {}).get('c_per_step2'), 1)} B/step².",
+            ]
+        prune = block["variants"].get("prune") or {}
+        if prune.get("points"):
+            peak = max(p.get("before_prune", 0) for p in prune["points"])
+            ms = [p["prune_ms"] for p in prune["points"] if "prune_ms" in p]
+            out += [
+                "",
+                f'prune: `aprune([thread], strategy="keep_latest")` at every measuring point; '
+                f"before each prune the thread held at most {_kb(peak)} KB; a prune took "
+                f"{_fmt(min(ms), 1)}-{_fmt(max(ms), 1)} ms.",
+            ]
+        out.append("")
+    out += [
+        "Growth: least-squares a + b·s + c·s² over the measuring points; *quadratic* when the "
+        "c·s² term is more than 20 % of the last value. *rows left*: checkpoints / blobs / "
+        "writes rows of the thread at the end. *load state ms*: one `aget_state` of the finished "
+        "thread. *ids stable*: message ids equal across two loads. *blobs raw*: blob bytes before "
+        "TOAST compression (the synthetic steps repeat, so they compress far better than real "
+        "ones would).",
+    ]
+    return "\n".join(out)
+
+
+def resume_markdown(res: dict[str, Any], result: dict[str, Any]) -> str:
+    variants = {k: v for k, v in res.items() if isinstance(v, dict) and "repeats" in v}
+    first = next(iter(variants.values()))
+    labels = {
+        "service": "threadline as it is",
+        "delta": "with `DeltaChannel` messages (`bench.delta_serve`)",
+    }
+    out = [
+        "## Resume after `kill -9`",
+        "",
+        f"A `counter` run (n={first['n']}, {first['delay']} s per append) is SIGKILLed with "
+        f"its server when its tool call #{first['kill_after_tool_finished']} finished "
+        "(mid-step: one of two parallel calls done), and the server is restarted at once on the "
+        "same port (default lease/heartbeat/poll; the restart sweeps the dead process's runs). "
+        "Times from the kill use `run_events.created_at`. *ok*: every run ended `success` on "
+        "attempt 2 with `counter.txt` holding each line once.",
+        "",
+        "| server | runs | ok | restart → `/ok` s (median / max) "
+        "| kill → attempt 2 `metadata` stored s | kill → `end` stored s |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
+    for key, r in variants.items():
+        out.append(
+            f"| {labels.get(key, key)}"
+            + (" (checkpoints show a DeltaChannel)" if r.get("delta_channel") else "")
+            + f" | {r['repeats']} | {'yes' if r['all_ok'] else '**NO**'} "
+            + " ".join(
+                f"| {_fmt(r[k]['median'], 2)} / {_fmt(r[k]['max'], 2)}"
+                for k in ("restart_to_ok_s", "kill_to_resumed_s", "kill_to_end_s")
+            )
+            + " |"
+        )
+    return "\n".join(out)
+
+
+def profile_markdown(prof: dict[str, Any]) -> str:
+    out = [f"## Profile (py-spy, c={prof['concurrency']}, {prof['runs']} runs, not timed)", ""]
+    for who in ("service", "direct"):
+        p = prof.get(who)
+        if not p or not p.get("samples"):
+            continue
+        pool = p.get("pool") or {}
+        run = p.get("run") or {}
+        out += [
+            f"**{who}** — {p['samples']} CPU samples ({p.get('idle_samples_left_out')} idle "
+            "left out)"
+            + (f", {p['per_run']} samples/run" if p.get("per_run") else "")
+            + f" · {_fmt(run.get('runs_per_s'), 2)} runs/s, p50 "
+            f"{_fmt(run.get('latency_p50_ms'))} ms, TTFE p50 {_fmt(run.get('ttfe_p50_ms'))} ms"
+            + (
+                f" (metadata {_fmt(run.get('ttfe_meta_p50_ms'))} ms)"
+                if run.get("ttfe_meta_p50_ms")
+                else ""
+            ),
+            "",
+            f"pool: {pool.get('checkouts')} checkouts, {pool.get('queued_pct')} % waited, "
+            f"{pool.get('wait_ms_per_queued')} ms per wait, {pool.get('usage_ms_per_checkout')} "
+            f"ms held per checkout, waiting requests mean {pool.get('mean_waiting')} / max "
+            f"{pool.get('max_waiting')}, {pool.get('pool_size_end')}/{pool.get('pool_max')} "
+            "connections",
+            "",
+            "| component (innermost non-stdlib frame of the task) | % |",
+            "|---|---:|",
+            *[f"| {c['name']} | {c['pct']} |" for c in p["components"]],
+            "",
+            "| psycopg time by caller (% of all CPU samples) | % |",
+            "|---|---:|",
+            *[f"| `{c['name']}` | {c['pct']} |" for c in p.get("psycopg_by_caller", [])[:10]],
+            "",
+            "| top self time | % |",
+            "|---|---:|",
+            *[f"| `{c['name']}` | {c['pct']} |" for c in p["self"][:12]],
+            "",
+            "| inclusive, threadline and pool frames | % |",
+            "|---|---:|",
+            *[
+                f"| `{c['name']}` | {c['pct']} |"
+                for c in [
+                    c
+                    for c in p["inclusive"]
+                    if any(k in c["name"] for k in ("(api/", "(agent/", "psycopg_pool/"))
+                ][:12]
+            ],
+            "",
+        ]
+    return "\n".join(out)
+
+
+def sql_markdown(sql: dict[str, Any]) -> str:
+    s, d = sql["service"], sql["direct"]
+    out = [
+        f"## SQL per run (c=1, {sql['runs']} runs, counted in psycopg, not timed)",
+        "",
+        f"service: **{s['statements_per_run']}** statements and {s['checkouts_per_run']} pool "
+        f"checkouts per run; direct: **{d['statements_per_run']}** statements and "
+        f"{d['checkouts_per_run']} checkouts (each checkout also runs the pool's check, counted "
+        "as `(empty: ...)`; statements in one pipeline share a round trip).",
+        "",
+        "| statement | service/run | direct/run |",
+        "|---|---:|---:|",
+    ]
+    keys = list(s["by_statement"])
+    keys += [k for k in d["by_statement"] if k not in s["by_statement"]]
+    for k in keys[:25]:
+        text = k.replace("|", "\\|")
+        out.append(
+            f"| `{text}` | {_fmt(s['by_statement'].get(k), 1)} "
+            f"| {_fmt(d['by_statement'].get(k), 1)} |"
+        )
+    return "\n".join(out)
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Latency, throughput and the ratios by concurrency; checkpoint bytes by step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    levels = result.get("levels") or []
+    xs = list(range(len(levels)))
+    labels = [str(lv["concurrency"]) for lv in levels]
+    fig, grid = plt.subplots(2, 2, figsize=(13, 9))
+    axes = list(grid.flat)
+
+    ax = axes[0]
+    for mode, color in (("direct", "tab:blue"), ("service", "tab:orange")):
+        ax.plot(
+            xs,
+            [lv[mode]["latency_p50_ms"] for lv in levels],
+            "o-",
+            color=color,
+            label=f"{mode} p50",
+        )
+        ax.plot(
+            xs,
+            [lv[mode]["latency_p95_ms"] for lv in levels],
+            "s--",
+            color=color,
+            alpha=0.6,
+            label=f"{mode} p95",
+        )
+    ax.set_title("latency per run (ms)")
+    ax.set_yscale("log")
+
+    ax = axes[1]
+    width = 0.38
+    ax.bar(
+        [x - width / 2 for x in xs],
+        [lv["direct"]["runs_per_s"] or 0 for lv in levels],
+        width,
+        label="direct",
+        color="tab:blue",
+    )
+    ax.bar(
+        [x + width / 2 for x in xs],
+        [lv["service"]["runs_per_s"] or 0 for lv in levels],
+        width,
+        label="service",
+        color="tab:orange",
+    )
+    ax.set_title("throughput (runs/s)")
+
+    ax = axes[2]
+    for key, marker in (
+        ("latency_p50", "o-"),
+        ("throughput", "s-"),
+        ("cpu_per_run", "^-"),
+        ("all_cpu_per_run", "v-"),
+        ("ttfe_p50", "d-"),
+    ):
+        ax.plot(xs, [lv["ratios"][key] for lv in levels], marker, label=f"{key} x")
+    ax.axhline(1.0, color="grey", lw=1)
+    ax.set_title("service / direct")
+
+    for ax in axes[:3]:
+        ax.set_xticks(xs, labels)
+        ax.set_xlabel("concurrency")
+        if levels:
+            ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+
+    ax = axes[3]
+    block = (result.get("checkpoints") or {}).get("empty") or {}
+    styles = {"baseline": "tab:red", "delta": "tab:green", "prune": "tab:purple"}
+    for name, v in (block.get("variants") or {}).items():
+        pts = v.get("points") or []
+        if not pts:
+            continue
+        steps = [p["steps"] for p in pts]
+        ax.plot(
+            steps,
+            [p["storage_bytes"] / 1024 for p in pts],
+            "o-",
+            color=styles.get(name),
+            label=f"{name} ({v.get('channel')})",
+        )
+        if name == "baseline":
+            ax.plot(
+                steps,
+                [p["messages_bytes"] / 1024 for p in pts],
+                "k--",
+                label="messages (JSON)",
+            )
+            ax.plot(
+                steps,
+                [5 * p["messages_bytes"] / 1024 for p in pts],
+                ":",
+                color="grey",
+                label="5 x messages (target)",
+            )
+    ax.set_title("checkpoint storage of one thread (KB)")
+    ax.set_xlabel("agent steps")
+    ax.grid(alpha=0.3)
+    if block:
+        ax.legend(fontsize=8)
+
+    meta = result["meta"]
+    fig.suptitle(f"threadline vs in-process floor — counter n={meta['n']}, {meta['timestamp']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = result["meta"]["timestamp"].replace(":", "").replace("-", "")
+    paths = {
+        "json": out_dir / f"{stamp}.json",
+        "md": out_dir / "latest.md",
+        "png": out_dir / "latest.png",
+    }
+    paths["json"].write_text(json.dumps(result, indent=1, default=str) + "\n")
+    paths["md"].write_text(markdown(result))
+    plot(result, paths["png"])
+    return paths
