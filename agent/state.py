@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.messages import AnyMessage, ToolCall
+from langgraph.channels import DeltaChannel
 from langgraph.graph.message import add_messages
 
 Status = Literal["running", "agent_done", "stuck", "budget_exceeded", "verified", "failed"]
@@ -40,10 +42,22 @@ class Verdict(TypedDict):
     output: str
 
 
+def add_messages_batch(left: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
+    """``add_messages`` folded over a batch of writes, the reducer shape ``DeltaChannel`` calls
+    (``reducer(state, [write, ...])``); a fold is batching-invariant by construction."""
+    merged: Any = left
+    for right in writes:
+        merged = add_messages(merged, right)
+    return list(merged)
+
+
 class AgentState(TypedDict, total=False):
     """State of the built-in agent."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], DeltaChannel(add_messages_batch)]
+    """Stored as deltas: each checkpoint saves the new messages, not the whole list again, so a
+    thread's storage grows linearly with its length (measured in bench/: 100 steps take 9.5x the
+    bytes of their messages instead of 26x, and the growth is no longer quadratic)."""
     task: TaskSpec | None
     step: int
     """Agent steps taken (model calls)."""

@@ -4,12 +4,12 @@ The built-in agent graph runs ``steps`` agent steps on one thread, each with one
 (``list_files``), driven by a scripted chat model, in this process on a ``PooledSaver`` and a
 fresh database per variant:
 
-- ``baseline``: the agent as it is (``messages`` is an ``add_messages`` reducer channel, so every
-  checkpoint that changes it stores the whole list again as a new blob);
-- ``delta``: ``messages`` as LangGraph's ``DeltaChannel`` (beta), which stores a snapshot every
-  ``snapshot_frequency`` updates and otherwise only the writes, replaying them on load;
+- ``baseline``: ``messages`` as a plain ``add_messages`` reducer channel (the agent before it
+  adopted ``DeltaChannel``): every checkpoint that changes it stores the whole list again;
+- ``delta``: the agent as it is: ``messages`` is LangGraph's ``DeltaChannel`` (beta), which
+  stores a snapshot every ``snapshot_frequency`` updates and otherwise only the writes;
 - ``prune``: the baseline, compacted with ``AsyncPostgresSaver.aprune(strategy="keep_latest")``
-  at every measuring point (what pruning after each run / every few steps would keep).
+  at every measuring point (``aprune`` refuses threads with a ``DeltaChannel``).
 
 Every ``every`` steps the model, before it answers, measures: the thread's rows in
 ``checkpoints``, ``checkpoint_blobs`` and ``checkpoint_writes`` (sum of ``pg_column_size``: bytes
@@ -18,9 +18,9 @@ overhead included), and the JSON of the messages it was given (``api.serde.dumps
 service sends them). At that moment the previous step's checkpoint is committed
 (``durability="sync"``) and the current step has written nothing yet, so the numbers are exact.
 
-The ``delta`` variant swaps ``AgentState`` for :func:`delta_state` in the agent's modules of this
-process only (:func:`apply_state`; threadline's code is not changed). ``bench.delta_serve`` runs
-the server that way for the resume check.
+The ``baseline`` and ``prune`` variants swap ``AgentState`` for :func:`reducer_state` in the
+agent's modules of this process only (:func:`apply_state`); ``delta`` uses
+:func:`delta_state`, the agent's own shape with this run's ``snapshot_frequency``.
 """
 
 from __future__ import annotations
@@ -82,6 +82,19 @@ def delta_state(snapshot_frequency: int) -> type:
     ]
     from typing import TypedDict
 
+    return TypedDict("AgentState", annotations, total=False)  # type: ignore[operator]
+
+
+def reducer_state() -> type:
+    """``AgentState`` with ``messages`` as a plain ``add_messages`` reducer channel."""
+    from typing import TypedDict
+
+    from langgraph.graph.message import add_messages
+
+    from agent.state import AgentState
+
+    annotations = dict(AgentState.__annotations__)
+    annotations["messages"] = Annotated[list[AnyMessage], add_messages]
     return TypedDict("AgentState", annotations, total=False)  # type: ignore[operator]
 
 
@@ -272,7 +285,7 @@ async def run_variant(
 
         model = StepModel(steps=steps, every=every, on_boundary=measure)
         limits = Limits(max_steps=steps + 20, max_verify_attempts=1)
-        state = delta_state(snapshot_frequency) if variant == "delta" else None
+        state = delta_state(snapshot_frequency) if variant == "delta" else reducer_state()
         with patched_state(state):
             graph = build_graph(
                 model=model,

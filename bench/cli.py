@@ -365,11 +365,8 @@ def resume_latency(
 
     repeats = args.resume_repeats or (2 if args.quick else 5)
     out: dict[str, Any] = {}
-    for variant, module, times in (
-        ("service", "api.cli", repeats),
-        # The recommended checkpoint change must not break resuming: a short check.
-        ("delta", "bench.delta_serve", 0 if args.quick else max(2, repeats // 2)),
-    ):
+    # The agent's messages are a DeltaChannel now, so the service as it is covers that case.
+    for variant, module, times in (("service", "api.cli", repeats),):
         if not times:
             continue
         say(f"bench: resume after kill -9 ({variant}), {times} times")

@@ -367,7 +367,7 @@ def resume_markdown(res: dict[str, Any], result: dict[str, Any]) -> str:
     first = next(iter(variants.values()))
     labels = {
         "service": "threadline as it is",
-        "delta": "with `DeltaChannel` messages (`bench.delta_serve`)",
+        "delta": "with `DeltaChannel` messages",
     }
     out = [
         "## Resume after `kill -9`",

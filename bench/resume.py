@@ -33,7 +33,7 @@ from eval.harness import ServerProcess, counter_lines, read_sse
 
 
 class ModuleServer(ServerProcess):
-    """A ``ServerProcess`` started as ``python -m <module> serve`` (``bench.delta_serve``)."""
+    """A ``ServerProcess`` started as ``python -m <module> serve``."""
 
     def __init__(self, *args: Any, module: str = "api.cli", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
