@@ -1,4 +1,5 @@
-"""A throw-away database for one evaluation: ``eval_<uuid>`` on an admin URL, dropped after."""
+"""Throw-away databases on an admin URL: ``<prefix><uuid>``, dropped after (evaluation, soak,
+tests)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -23,28 +24,39 @@ def admin_url(explicit: str | None = None) -> str:
 
 
 def with_dbname(url: str, dbname: str) -> str:
-    """``url`` (a ``postgresql://`` URL) naming database ``dbname``; query parameters kept."""
+    """``url`` (a ``postgresql://`` URL) naming database ``dbname`` instead, all else kept.
+
+    The result stays a URL (``Settings.database_url`` accepts only URLs), and its query keeps
+    parameters such as ``host=/socket/dir`` that the embedded server's URL carries.
+    """
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
         raise ValueError(f"expected a postgresql:// URL, not {url!r}")
-    if "dbname=" in parts.query:
-        raise ValueError(f"name the database in the URL's path, not its query: {url!r}")
-    return urlunsplit((parts.scheme, parts.netloc, "/" + dbname, parts.query, parts.fragment))
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "dbname"]
+    new = urlunsplit(
+        (parts.scheme, parts.netloc, "/" + dbname, urlencode(query, safe="/"), parts.fragment)
+    )
+    # psycopg must read the same server and the new name out of it.
+    old_params, new_params = conninfo_to_dict(url), conninfo_to_dict(new)
+    assert new_params.pop("dbname") == dbname, new
+    old_params.pop("dbname", None)
+    assert new_params == old_params, (old_params, new_params)
+    return new
 
 
-def create_database(admin: str) -> str:
-    """Create ``eval_<uuid>``; returns its URL."""
-    name = f"{PREFIX}{uuid.uuid4().hex}"
+def create_database(admin: str, *, prefix: str = PREFIX) -> str:
+    """Create ``<prefix><uuid>``; returns its URL."""
+    name = f"{prefix}{uuid.uuid4().hex}"
     with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return with_dbname(admin, name)
 
 
-def drop_database(admin: str, url: str) -> None:
-    """Drop the database ``url`` names (only an ``eval_`` one), closing its connections."""
+def drop_database(admin: str, url: str, *, prefix: str = PREFIX) -> None:
+    """Drop the database ``url`` names (only a ``<prefix>`` one), closing its connections."""
     name = conninfo_to_dict(url).get("dbname")
-    if not (isinstance(name, str) and name.startswith(PREFIX)):
-        raise ValueError(f"refusing to drop {name!r}: not an evaluation database")
+    if not (isinstance(name, str) and name.startswith(prefix)):
+        raise ValueError(f"refusing to drop {name!r}: not a {prefix}* database")
     with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
@@ -52,9 +64,10 @@ def drop_database(admin: str, url: str) -> None:
 
 
 @contextmanager
-def fresh_database(admin: str) -> Iterator[str]:
-    url = create_database(admin)
+def fresh_database(admin: str, *, prefix: str = PREFIX) -> Iterator[str]:
+    """A new empty database for the duration of the block."""
+    url = create_database(admin, prefix=prefix)
     try:
         yield url
     finally:
-        drop_database(admin, url)
+        drop_database(admin, url, prefix=prefix)

@@ -44,13 +44,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
 
+from eval.database import create_database, drop_database
 from eval.harness import (
     STREAM_MODES,
     Outcome,
@@ -98,30 +97,6 @@ class SoakOptions:
 
 
 # -- database ---------------------------------------------------------------------------------
-
-
-def with_dbname(url: str, dbname: str) -> str:
-    """``url`` naming database ``dbname`` (query parameters such as ``host=/socket`` kept)."""
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "dbname"]
-    return urlunsplit(
-        (parts.scheme, parts.netloc, "/" + dbname, urlencode(query, safe="/"), parts.fragment)
-    )
-
-
-def create_database(admin_url: str) -> tuple[str, str]:
-    name = f"soak_{uuid.uuid4().hex}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return name, with_dbname(admin_url, name)
-
-
-def drop_database(admin_url: str, name: str) -> None:
-    assert name.startswith("soak_"), name
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
 
 
 def _pid(worker_id: str | None) -> int | None:
@@ -721,7 +696,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 async def soak(options: SoakOptions) -> dict[str, Any]:
     """Run the soak; returns the report (also written to ``options.results_dir``)."""
-    name, url = create_database(options.database_url)
+    url = create_database(options.database_url, prefix="soak_")
     data_dir = Path(tempfile.mkdtemp(prefix="threadline-soak-"))
     runner = Soak(options, url, data_dir)
     try:
@@ -731,9 +706,9 @@ async def soak(options: SoakOptions) -> dict[str, Any]:
         kill_strays(data_dir)
         if not options.keep:
             with contextlib.suppress(Exception):
-                drop_database(options.database_url, name)
+                drop_database(options.database_url, url, prefix="soak_")
             shutil.rmtree(data_dir, ignore_errors=True)
-    report["database"] = name
+    report["database"] = url.rsplit("/", 1)[-1].split("?")[0]
     report["data_dir"] = str(data_dir)
     report["markdown"] = markdown(report)
     if options.results_dir is not None:

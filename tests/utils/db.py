@@ -10,69 +10,31 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict
+from eval import database
 
 TEST_DATABASE_ENV = "THREADLINE_TEST_DATABASE_URL"
 """An admin URL of a PostgreSQL the tests may create and drop databases on."""
 DATABASE_PREFIX = "test_"
 
 
-def with_dbname(url: str, dbname: str) -> str:
-    """``url`` (a ``postgresql://`` URL) naming database ``dbname`` instead, all else kept.
-
-    The result stays a URL (``Settings.database_url`` accepts only URLs), and its query keeps
-    parameters such as ``host=/socket/dir`` that the embedded server's URL carries.
-    """
-    parts = urlsplit(url)
-    if parts.scheme not in ("postgresql", "postgres"):
-        raise ValueError(f"expected a postgresql:// URL, not {url!r}")
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "dbname"]
-    new = urlunsplit(
-        (parts.scheme, parts.netloc, "/" + dbname, urlencode(query, safe="/"), parts.fragment)
-    )
-    # psycopg must read the same server and the new name out of it.
-    old_params, new_params = conninfo_to_dict(url), conninfo_to_dict(new)
-    assert new_params.pop("dbname") == dbname, new
-    old_params.pop("dbname", None)
-    assert new_params == old_params, (old_params, new_params)
-    return new
-
-
 def create_database(admin_url: str) -> str:
-    """Create an empty database with a unique name; returns its URL."""
-    name = f"{DATABASE_PREFIX}{uuid.uuid4().hex}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return with_dbname(admin_url, name)
+    """Create an empty ``test_<uuid>`` database; returns its URL."""
+    return database.create_database(admin_url, prefix=DATABASE_PREFIX)
 
 
 def drop_database(admin_url: str, url: str) -> None:
-    """Drop the database ``url`` names, closing whatever connections it still has."""
-    name = conninfo_to_dict(url)["dbname"]
-    assert isinstance(name, str) and name.startswith(DATABASE_PREFIX), name
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+    """Drop a test database, closing whatever connections it still has."""
+    database.drop_database(admin_url, url, prefix=DATABASE_PREFIX)
 
 
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
+def fresh_database(admin_url: str) -> AbstractContextManager[str]:
     """A new empty database for the duration of the block."""
-    url = create_database(admin_url)
-    try:
-        yield url
-    finally:
-        drop_database(admin_url, url)
+    return database.fresh_database(admin_url, prefix=DATABASE_PREFIX)
 
 
 def embedded_server(data_dir: Path) -> Any:
