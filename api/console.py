@@ -65,8 +65,3 @@ def render_update(data: Any) -> list[str]:
                     whole = isinstance(content, str) and not calls
                     lines.append(f"  agent: {content.strip() if whole else _short(content, 200)}")
     return lines
-
-
-def is_cached(data: Any) -> bool:
-    """Updates LangGraph re-emits on resume for tasks it did not run again."""
-    return isinstance(data, dict) and bool((data.get("__metadata__") or {}).get("cached"))

@@ -12,6 +12,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from api.database import Pool
 from api.hub import Hub, Subscription
 from api.store import events
+from api.stream_modes import event_names
 
 HEARTBEAT_SECONDS = 5.0
 POLL_SECONDS = 2.0
@@ -23,8 +24,7 @@ RETRY_MS = 1000
 
 def wanted(modes: Iterable[str]) -> set[str]:
     """Event names delivered for the requested stream modes (control events always are)."""
-    names = {"messages" if m in ("messages", "messages-tuple") else m for m in modes}
-    return names | CONTROL_EVENTS
+    return event_names(modes) | CONTROL_EVENTS
 
 
 async def run_events(

@@ -19,9 +19,10 @@ from langgraph.types import Command
 
 from agent.approval import parse_decision
 from agent.tools import default_tools
-from api.console import is_cached, render_custom, render_update
+from api.console import render_custom, render_update
 from api.runtime import BUILTIN_ASSISTANT, Runtime
 from api.serde import to_jsonable
+from api.stream_modes import is_cached
 
 MODES = ["updates", "custom"]
 RECONNECT_TRIES = 60

@@ -30,6 +30,7 @@ from api.serde import dumps
 from api.settings import Settings
 from api.store import audit, events, runs, threads
 from api.store.events import LostRun
+from api.stream_modes import event_names, is_cached
 
 logger = logging.getLogger(__name__)
 
@@ -41,13 +42,7 @@ ALWAYS_STORED = ("updates", "custom")
 
 def graph_modes(requested: list[str]) -> list[str]:
     """LangGraph stream modes to run with: the requested ones plus those always stored."""
-    modes = {"messages" if m in ("messages", "messages-tuple") else m for m in requested}
-    return sorted(modes | set(ALWAYS_STORED))
-
-
-def is_cached(data: Any) -> bool:
-    """An update LangGraph re-emits for a task it did not run again."""
-    return isinstance(data, dict) and bool((data.get("__metadata__") or {}).get("cached"))
+    return sorted(event_names(requested) | set(ALWAYS_STORED))
 
 
 def update_key(data_json: str) -> str:

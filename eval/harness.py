@@ -262,27 +262,37 @@ class ServerProcess:
         return f"ServerProcess({self.name!r}, {self.url}, pid={self.pid})"
 
 
-def kill_strays(data_dir: str | Path) -> list[int]:
-    """SIGKILL processes working inside ``<data_dir>/workspaces`` (tools a killed server left).
+def processes_in(directory: str | Path) -> list[int]:
+    """Live (non-zombie) processes, other than this one, working inside ``directory``.
 
-    Linux only (reads ``/proc``); elsewhere it does nothing. Returns the pids it killed.
+    Linux only (reads ``/proc``); elsewhere none.
     """
-    root = (Path(data_dir) / "workspaces").resolve()
-    killed: list[int] = []
+    root = Path(directory).resolve()
+    found: list[int] = []
     proc = Path("/proc")
     if not proc.is_dir():
-        return killed
+        return found
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             cwd = Path(os.readlink(entry / "cwd"))
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
-            continue
-        if cwd == root or root in cwd.parents:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
+            continue  # gone, or not ours to look at
+        if state != "Z" and cwd.is_relative_to(root):
+            found.append(int(entry.name))
+    return found
+
+
+def kill_strays(data_dir: str | Path) -> list[int]:
+    """SIGKILL processes working inside ``<data_dir>/workspaces`` (tools a killed server left);
+    returns the pids it killed."""
+    killed: list[int] = []
+    for pid in processes_in(Path(data_dir) / "workspaces"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
     return killed
 
 

@@ -26,6 +26,7 @@ import pytest
 from agent.models import NOT_CONFIGURED
 from agent.tasks import CATALOG
 from agent.tasks.counter import groups
+from eval.harness import processes_in
 from tests.conftest import scrubbed_environ
 
 N = 6
@@ -38,23 +39,6 @@ RUN_TIMEOUT = 60.0
 def _threadline() -> list[str]:
     script = Path(sys.executable).with_name("threadline")
     return [str(script)] if script.exists() else [sys.executable, "-m", "api.cli"]
-
-
-def processes_in(directory: Path) -> list[int]:
-    """Pids of live processes whose working directory is inside ``directory``."""
-    root = directory.resolve()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = Path(os.readlink(entry / "cwd"))
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue  # gone, or not ours to look at
-        if state != "Z" and cwd.is_relative_to(root):
-            found.append(int(entry.name))
-    return found
 
 
 @dataclass

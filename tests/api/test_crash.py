@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import sys
 import time
@@ -50,6 +49,7 @@ from eval.harness import (
     counter_lines,
     is_custom,
     is_update_from,
+    processes_in,
     read_sse,
     run_with_kills,
     workspace_path,
@@ -92,23 +92,6 @@ def is_metadata(ev: SSEEvent) -> bool:
 
 final_agent_step.__name__ = "final step_finished"
 is_metadata.__name__ = "metadata"
-
-
-def processes_in(directory: Path) -> list[int]:
-    """Live (non-zombie) processes whose working directory is inside ``directory``."""
-    root = directory.resolve()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = Path(os.readlink(entry / "cwd"))
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and cwd.is_relative_to(root):
-            found.append(int(entry.name))
-    return found
 
 
 async def no_tools_left(data_dir: Path, thread_id: str, timeout: float = 10.0) -> None:

@@ -1,0 +1,17 @@
+"""What stream chunks are: event names per stream mode, and LangGraph's cached re-emissions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+def event_names(modes: Iterable[str]) -> set[str]:
+    """LangGraph stream modes (and SSE event names) for requested ``stream_mode`` values:
+    ``messages-tuple`` is LangGraph's ``messages`` mode, sent as ``messages`` events."""
+    return {"messages" if m in ("messages", "messages-tuple") else m for m in modes}
+
+
+def is_cached(data: Any) -> bool:
+    """An update LangGraph re-emits on resume for a task it did not run again."""
+    return isinstance(data, dict) and bool((data.get("__metadata__") or {}).get("cached"))
