@@ -303,9 +303,12 @@ class Workers:
                 stream_mode=graph_modes(kwargs.get("stream_mode") or ["values"]),
                 durability="sync",
             ):
-                if mode == "updates" and is_cached(chunk):
-                    # A task that finished before the previous attempt died: its update is
-                    # sent unless that attempt stored it (it may have died in between).
+                if mode == "updates" and (attempt > 1 or is_cached(chunk)):
+                    # An update an earlier attempt already stored is not sent twice. Cached: a
+                    # task that finished before that attempt died (it may have died before
+                    # storing the update). Not cached: a task whose result was streamed but not
+                    # yet checkpointed when the process died, re-run (a tool call replays its
+                    # recorded result, the same message).
                     chunk = {k: v for k, v in chunk.items() if k != "__metadata__"}
                     if sent is None:
                         sent = await stored_updates(self.pool, run_id)

@@ -122,7 +122,9 @@ class ToolCallNode:
                     "replayed": True,
                 }
             )
-            return _message(call, prior["content"], prior["ok"])
+            # The same message as the execution's own, so a client that already saw it can be
+            # spared the copy (the service drops an update it stored in an earlier attempt).
+            return _message(call, prior["content"], prior["ok"], prior.get("duration", 0.0))
         write({"type": "tool_started", "tool_call_id": call["id"], "tool": tool.name, "args": args})
         started = time.monotonic()
         ctx = ToolContext(

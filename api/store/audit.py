@@ -77,7 +77,8 @@ async def record_tool(
 async def prior_result(
     conn: AsyncConnection[Any], thread_id: str, idempotency_key: str
 ) -> dict[str, Any] | None:
-    """The recorded result of a tool call that already executed: ``{"ok", "content"}``."""
+    """The recorded result of a tool call that already executed: ``{"ok", "content",
+    "duration"}``."""
     cur = await conn.execute(
         "SELECT detail FROM audit_log WHERE thread_id = %s AND kind = 'tool'"
         " AND idempotency_key = %s AND detail ? 'result' ORDER BY id LIMIT 1",
@@ -86,4 +87,9 @@ async def prior_result(
     row = await cur.fetchone()
     if row is None or row["detail"].get("result") is None:
         return None
-    return {"ok": bool(row["detail"].get("ok")), "content": str(row["detail"]["result"])}
+    detail = row["detail"]
+    return {
+        "ok": bool(detail.get("ok")),
+        "content": str(detail["result"]),
+        "duration": float(detail.get("duration") or 0.0),
+    }

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
+from langchain_core.messages import ToolMessage
 
 from api.hub import Hub
 from api.schemas import RunCreate
@@ -71,3 +72,90 @@ async def test_run_claimed_while_a_lease_renewal_is_in_flight_is_not_taken_for_l
     assert [r["status"] for r in ended] == ["success"] * len(created)
     # Every run finished in its first attempt: none was stopped and taken over.
     assert [r["attempt"] for r in ended] == [1] * len(created)
+
+
+async def test_result_streamed_but_not_checkpointed_is_not_sent_again_by_the_takeover(
+    runtime: Any, settings: Any
+) -> None:
+    """The process dies after a tool call's update was stored as an event but before LangGraph
+    saved the call's writes (it streams the update while the save is in flight). The takeover
+    re-runs the call, which returns its recorded result without executing; that update is the
+    one the client already has, so it is not stored again."""
+    saver = runtime.saver
+    real_put_writes = saver.aput_writes
+    stalled = asyncio.Event()
+
+    async def dies_saving_a_tool_result(
+        config: Any, writes: Any, task_id: str, task_path: str = ""
+    ) -> None:
+        has_result = any(
+            isinstance(m, ToolMessage)
+            for channel, value in writes
+            if channel == "messages"
+            for m in (value if isinstance(value, list) else [value])
+        )
+        if has_result and not stalled.is_set():
+            stalled.set()
+            await asyncio.Event().wait()  # the process is gone: this save never lands
+        await real_put_writes(config, writes, task_id, task_path)
+
+    saver.aput_writes = dies_saving_a_tool_result
+    hub = Hub(runtime.database.url)
+    await hub.start()
+    svc = Service(runtime=runtime, hub=hub)
+    first = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
+    second = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
+    try:
+        await first.start()
+        run = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=counter(2, 0.0), if_not_exists="create"),
+        )
+        await asyncio.wait_for(stalled.wait(), timeout=30)
+        # LangGraph streams the update while the save is in flight: the client gets it.
+        deadline = time.monotonic() + 10
+        while not (stored_before := await tool_result_events(runtime, run["run_id"])):
+            assert time.monotonic() < deadline, "the result was not streamed"
+            await asyncio.sleep(0.05)
+        assert len(stored_before) == 1
+        # The first worker dies: no more heartbeats; its lease runs out and the second takes over.
+        for loop in first._loops:
+            loop.cancel()
+        await second.start()
+        deadline = time.monotonic() + 60
+        while (await svc.refreshed_run(run["thread_id"], run["run_id"]))["status"] in (
+            "pending",
+            "running",
+        ):
+            assert time.monotonic() < deadline, "the run was not taken over and finished"
+            await asyncio.sleep(0.2)
+        ended = await svc.refreshed_run(run["thread_id"], run["run_id"])
+    finally:
+        for execution in list(first.active.values()):
+            if execution.task:
+                execution.task.cancel()
+        await second.stop()
+        await hub.stop()
+        saver.aput_writes = real_put_writes
+    assert (ended["status"], ended["attempt"]) == ("success", 2)
+    results = await tool_result_events(runtime, run["run_id"])
+    call_ids = [r["tool_call_id"] for r in results]
+    assert sorted(call_ids) == sorted(set(call_ids)), f"a result was sent twice: {call_ids}"
+    assert len(call_ids) == 2  # counter n=2: two appends, each result stored once
+    assert stored_before[0] in results
+
+
+async def tool_result_events(runtime: Any, run_id: str) -> list[dict[str, Any]]:
+    """The tool results among the run's stored ``updates`` events, in order."""
+    async with runtime.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT data FROM run_events WHERE run_id = %s AND event = 'updates' ORDER BY seq",
+            (uuid.UUID(run_id),),
+        )
+        rows = await cur.fetchall()
+    return [
+        message
+        for row in rows
+        for message in (row["data"].get("tools") or {}).get("messages", [])
+        if message.get("type") == "tool"
+    ]
