@@ -35,6 +35,8 @@ def dump_tasks() -> None:
         out.write(f"--- {task.get_name()}\n")
         task.print_stack(file=out)
     logger.warning("asyncio tasks:\n%s", out.getvalue())
+
+
 STATIC = Path(__file__).parent / "static"
 
 

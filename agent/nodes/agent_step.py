@@ -134,13 +134,17 @@ class AgentStep:
             }
         )
         write({"type": "budget", "left": budget_left(usage, self.limits)})
-        return {
+        out: dict[str, Any] = {
             **update,
             "messages": [*added, response],
             "step": step,
             "usage": usage,
-            "status": status,
         }
+        # An unchanged status is not written again: every channel write is a row in
+        # checkpoint_writes (about 190 bytes), on every step of a long thread.
+        if status != update.get("status", state.get("status")):
+            out["status"] = status
+        return out
 
 
 def _last_tool_results(messages: list[BaseMessage]) -> list[ToolMessage]:
