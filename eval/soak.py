@@ -47,6 +47,7 @@ from typing import Any
 
 import httpx
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from eval.database import create_database, drop_database
@@ -708,7 +709,8 @@ async def soak(options: SoakOptions) -> dict[str, Any]:
             with contextlib.suppress(Exception):
                 drop_database(options.database_url, url, prefix="soak_")
             shutil.rmtree(data_dir, ignore_errors=True)
-    report["database"] = url.rsplit("/", 1)[-1].split("?")[0]
+    # The name, read as psycopg reads it (the embedded server's URL ends in ?host=/a/path).
+    report["database"] = conninfo_to_dict(url)["dbname"]
     report["data_dir"] = str(data_dir)
     report["markdown"] = markdown(report)
     if options.results_dir is not None:
