@@ -80,12 +80,6 @@ def per_step(levels: list[dict[str, Any]]) -> dict[str, Any] | None:
         "steps_per_run_service": s.get("steps_per_run"),
         "latency_p50_ms": {"direct": d["latency_p50_ms"], "service": s["latency_p50_ms"]},
         "latency_ms_per_step": step(s["latency_p50_ms"], d["latency_p50_ms"]),
-        "latency_ms_per_step_excl_create": step(
-            None
-            if s.get("create_thread_p50_ms") is None
-            else s["latency_p50_ms"] - s["create_thread_p50_ms"],
-            d["latency_p50_ms"],
-        ),
         "cpu_ms_per_step": step(cpu_s, cpu_d),
         "cpu_pg_ms_per_step": step(both_s, both_d),
         "direct_latency_ms_per_step": round(d["latency_p50_ms"] / steps, 2),
@@ -140,7 +134,7 @@ def throughput_markdown(result: dict[str, Any]) -> list[str]:
         "## Service vs the floor",
         "",
         "*direct* = the same graph in one process on a `PooledSaver` (the floor); *service* = "
-        "`POST /threads` + `POST /threads/{id}/runs/stream` over HTTP/SSE against "
+        "`POST /threads/{new id}/runs/stream` (`if_not_exists: create`) over HTTP/SSE against "
         "`threadline serve`. Each level runs direct, then service, back to back: compare the "
         "ratios, not absolute times (shared, noisy machine).",
         "",
@@ -186,7 +180,7 @@ def throughput_markdown(result: dict[str, Any]) -> list[str]:
         "first SSE event after `metadata` (service), counted from the run's first request; "
         "*1st event (metadata)* is the service's first SSE event, what a client sees first "
         "(direct has none). TTFE x compares the graph events. Latency (service) runs from "
-        "`POST /threads` to the `end` event. CPU ms/run: the graph process (direct: the "
+        "that request to the `end` event. CPU ms/run: the graph process (direct: the "
         "benchmark process; service: the server), excluding the tool subprocesses every run "
         "starts (tools CPU); PG CPU: the PostgreSQL backends of the level's database; all CPU: "
         "the three together. DB xacts/run: `pg_stat_database.xact_commit` of the level's "
@@ -229,17 +223,16 @@ def per_step_markdown(p: dict[str, Any], result: dict[str, Any]) -> str:
             f"(`counter` n={result['meta']['n']}; the service counted "
             f"{_fmt(p['steps_per_run_service'], 1)}):",
             "",
-            "| latency p50 ms/step | same, without `POST /threads` | CPU ms/step (graph process) "
+            "| latency p50 ms/step | CPU ms/step (graph process) "
             "| CPU ms/step (graph + PostgreSQL) | floor latency ms/step |",
-            "|---:|---:|---:|---:|---:|",
+            "|---:|---:|---:|---:|",
             f"| {_fmt(p['latency_ms_per_step'], 1)} "
-            f"| {_fmt(p['latency_ms_per_step_excl_create'], 1)} "
             f"| {_fmt(p['cpu_ms_per_step'], 1)} | {_fmt(p['cpu_pg_ms_per_step'], 1)} "
             f"| {_fmt(p['direct_latency_ms_per_step'], 1)} |",
             "",
             "The whole difference is divided by the steps, so the per-run fixed costs (creating "
             "the thread and the run, claiming it, `metadata`/`end`, SSE set-up) are spread over "
-            "them too; the second column leaves `POST /threads` out.",
+            "them too.",
         ]
     )
 
