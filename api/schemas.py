@@ -35,6 +35,13 @@ class ThreadSearch(Lenient):
     offset: int = Field(0, ge=0)
 
 
+class ThreadPrune(Lenient):
+    """``POST /threads/prune`` (the SDK's ``client.threads.prune``)."""
+
+    thread_ids: list[str] = Field(min_length=1, max_length=1000)
+    strategy: Literal["delete", "keep_latest"] = "delete"
+
+
 class HistoryQuery(Lenient):
     limit: int = Field(10, ge=1, le=1000)
     before: dict[str, Any] | str | None = None

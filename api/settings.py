@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     """On SIGTERM, how long running runs get to reach a checkpoint before they are handed back."""
     max_body_bytes: int = Field(1_048_576, ge=1024)
     """Largest request body accepted (413 above it)."""
+    checkpoint_retention: Literal["all", "latest"] = "all"
+    """``all``: every step's checkpoint stays (history, time travel), as in LangGraph's server.
+    ``latest``: when a run ends ``success``, only the thread's latest checkpoint is kept, with a
+    full snapshot of its messages (``api.compaction``); the history then starts there."""
 
     approval_policy: dict[str, str] = Field(default_factory=dict)
     """Deployment rules, JSON: ``{"run_command": "deny", "*": "ask"}``."""

@@ -24,7 +24,8 @@ from typing import Any
 from langgraph.types import Command
 
 from agent.nodes.tool_call import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
-from api.database import Pool
+from api.compaction import compact_thread
+from api.database import Pool, PooledSaver
 from api.hub import Hub
 from api.serde import dumps
 from api.settings import Settings
@@ -327,6 +328,8 @@ class Workers:
             await self._finish(emitter, thread_id, "error", message, values=None, interrupted=False)
             return
         interrupted = bool(state.interrupts)
+        if self.settings.checkpoint_retention == "latest" and not interrupted:
+            await self._compact(graph, thread_id)
         await self._finish(
             emitter,
             thread_id,
@@ -336,6 +339,20 @@ class Workers:
             interrupted=interrupted,
             interrupts={t.id: list(t.interrupts) for t in state.tasks if t.interrupts},
         )
+
+    async def _compact(self, graph: Any, thread_id: str) -> None:
+        """Keep only the thread's latest checkpoint (the run still holds the thread). A failure
+        leaves the history as it was: it costs storage, not correctness."""
+        saver = getattr(graph, "checkpointer", None)
+        if not isinstance(saver, PooledSaver):
+            return
+        try:
+            done = await compact_thread(self.pool, saver, graph, thread_id)
+        except Exception:
+            logger.exception("compacting the checkpoints of thread %s failed", thread_id)
+            return
+        if done.skipped:
+            logger.info("checkpoints of thread %s kept: %s", thread_id, done.skipped)
 
     async def _finish(
         self,

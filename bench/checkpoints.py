@@ -9,7 +9,11 @@ fresh database per variant:
 - ``delta``: the agent as it is: ``messages`` is LangGraph's ``DeltaChannel`` (beta), which
   stores a snapshot every ``snapshot_frequency`` updates and otherwise only the writes;
 - ``prune``: the baseline, compacted with ``AsyncPostgresSaver.aprune(strategy="keep_latest")``
-  at every measuring point (``aprune`` refuses threads with a ``DeltaChannel``).
+  at every measuring point (``aprune`` refuses threads with a ``DeltaChannel``);
+- ``compact``: the agent as it is, compacted with :func:`api.compaction.compact_thread` (what
+  ``THREADLINE_CHECKPOINT_RETENTION=latest`` does after each run, and ``POST /threads/prune``
+  with ``keep_latest``) at every measuring point: the ``DeltaChannel`` is snapshotted at the
+  latest checkpoint, then the older ones go.
 
 Every ``every`` steps the model, before it answers, measures: the thread's rows in
 ``checkpoints``, ``checkpoint_blobs`` and ``checkpoint_writes`` (sum of ``pg_column_size``: bytes
@@ -46,6 +50,7 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 
+from api.compaction import compact_thread
 from api.database import PooledSaver, open_pool, prepare_schema
 from api.runtime import agent_tools, saver_concurrency
 from api.serde import dumps
@@ -54,7 +59,7 @@ TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 PATHS = (".", "./", "./.")
 """``list_files`` arguments, cycled: the same call three times in a row would stop the agent as
 stuck."""
-VARIANTS = ("baseline", "delta", "prune")
+VARIANTS = ("baseline", "delta", "prune", "compact")
 
 
 def add_messages_batch(left: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
@@ -261,6 +266,7 @@ async def run_variant(
     thread_id = str(uuid.uuid4())
     seed_workspace(data_dir, thread_id, files)
     points: list[dict[str, Any]] = []
+    graphs: list[Any] = []  # the graph, once built: compaction reads the thread's state with it
     async with open_pool(url, max_size=4) as pool:
         saver = PooledSaver(pool, concurrency=saver_concurrency(4))
         await prepare_schema(pool, saver)
@@ -277,6 +283,12 @@ async def run_variant(
                     await saver.aprune([thread_id], strategy="keep_latest")
                     prune_s = time.perf_counter() - t0
                     point["prune_ms"] = round(1000 * prune_s, 1)
+                elif variant == "compact":
+                    before = await table_bytes(conn, thread_id)
+                    point["before_prune"] = sum(before[t] for t in TABLES)
+                    t0 = time.perf_counter()
+                    await compact_thread(pool, saver, graphs[0], thread_id)
+                    point["prune_ms"] = round(1000 * (time.perf_counter() - t0), 1)
                 sizes = await table_bytes(conn, thread_id)
             point.update(sizes)
             point["storage_bytes"] = sum(sizes[t] for t in TABLES)
@@ -285,7 +297,8 @@ async def run_variant(
 
         model = StepModel(steps=steps, every=every, on_boundary=measure)
         limits = Limits(max_steps=steps + 20, max_verify_attempts=1)
-        state = delta_state(snapshot_frequency) if variant == "delta" else reducer_state()
+        delta = variant in ("delta", "compact")
+        state = delta_state(snapshot_frequency) if delta else reducer_state()
         with patched_state(state):
             graph = build_graph(
                 model=model,
@@ -295,6 +308,7 @@ async def run_variant(
                 policy=ApprovalPolicy({"*": "auto"}),
                 limits=limits,
             )
+        graphs.append(graph)
         channel = type(graph.channels["messages"]).__name__
         config: RunnableConfig = {
             "configurable": {"thread_id": thread_id},
@@ -339,7 +353,7 @@ async def run_variant(
         "run_s": round(wall, 2),
         "ms_per_step": round(1000 * wall / steps, 1),
         "load_state_ms": round(load_ms, 1),
-        "snapshot_frequency": snapshot_frequency if variant == "delta" else None,
+        "snapshot_frequency": snapshot_frequency if delta else None,
     }
 
 

@@ -333,15 +333,21 @@ def checkpoints_markdown(c: dict[str, Any], result: dict[str, Any]) -> str:
                 + f"; fit a + b·s + c·s²: b = {_fmt((base.get('fit') or {}).get('b_per_step'))} "
                 f"B/step, c = {_fmt((base.get('fit') or {}).get('c_per_step2'), 1)} B/step².",
             ]
-        prune = block["variants"].get("prune") or {}
-        if prune.get("points"):
-            peak = max(p.get("before_prune", 0) for p in prune["points"])
-            ms = [p["prune_ms"] for p in prune["points"] if "prune_ms" in p]
+        how = {
+            "prune": '`aprune([thread], strategy="keep_latest")`',
+            "compact": "`api.compaction.compact_thread` (snapshot the `DeltaChannel`, keep the "
+            "latest checkpoint)",
+        }
+        for name, call in how.items():
+            found = block["variants"].get(name) or {}
+            if not found.get("points"):
+                continue
+            peak = max(p.get("before_prune", 0) for p in found["points"])
+            ms = [p["prune_ms"] for p in found["points"] if "prune_ms" in p]
             out += [
                 "",
-                f'prune: `aprune([thread], strategy="keep_latest")` at every measuring point; '
-                f"before each prune the thread held at most {_kb(peak)} KB; a prune took "
-                f"{_fmt(min(ms), 1)}-{_fmt(max(ms), 1)} ms.",
+                f"{name}: {call} at every measuring point; before each the thread held at "
+                f"most {_kb(peak)} KB; it took {_fmt(min(ms), 1)}-{_fmt(max(ms), 1)} ms.",
             ]
         out.append("")
     out += [
@@ -539,7 +545,12 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
     ax = axes[3]
     block = (result.get("checkpoints") or {}).get("empty") or {}
-    styles = {"baseline": "tab:red", "delta": "tab:green", "prune": "tab:purple"}
+    styles = {
+        "baseline": "tab:red",
+        "delta": "tab:green",
+        "prune": "tab:purple",
+        "compact": "tab:blue",
+    }
     for name, v in (block.get("variants") or {}).items():
         pts = v.get("points") or []
         if not pts:

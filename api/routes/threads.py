@@ -1,4 +1,4 @@
-"""Threads: create, get, patch, delete, search, state, history."""
+"""Threads: create, get, patch, delete, search, prune, state, history."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Any, cast
 from fastapi import APIRouter, Response
 from langgraph.types import StateSnapshot
 
+from api.compaction import compact_thread
 from api.deps import ServiceDep
 from api.errors import Conflict, NotFound
-from api.schemas import HistoryQuery, Thread, ThreadCreate, ThreadPatch, ThreadSearch
+from api.schemas import HistoryQuery, Thread, ThreadCreate, ThreadPatch, ThreadPrune, ThreadSearch
 from api.serde import to_jsonable
 from api.store import threads
 
@@ -81,6 +82,34 @@ async def search_threads(body: ThreadSearch, svc: ServiceDep) -> Any:
         )
 
 
+@router.post("/threads/prune")
+async def prune_threads(body: ThreadPrune, svc: ServiceDep) -> dict[str, int]:
+    """``delete``: delete the threads, as ``DELETE /threads/{id}`` does. ``keep_latest``: keep
+    each thread and its current state, drop its older checkpoints (history starts again at the
+    latest one). Ids of unknown threads are skipped; 409, and nothing pruned, if any thread has
+    an active run."""
+    found = []
+    for thread_id in dict.fromkeys(body.thread_ids):
+        with contextlib.suppress(NotFound):
+            found.append(await svc.thread(thread_id))
+    busy = [t["thread_id"] for t in found if t["status"] == "busy"]
+    if busy:
+        raise Conflict(
+            f"Threads {busy} have an active run; wait for it to end or cancel it, then prune."
+        )
+    pruned = 0
+    for thread in found:
+        thread_id = thread["thread_id"]
+        if body.strategy == "delete":
+            await _delete(svc, thread_id)
+            pruned += 1
+            continue
+        graph = svc.graph(await svc._assistant_of(thread_id))
+        done = await compact_thread(svc.pool, svc.runtime.saver, graph, thread_id)
+        pruned += done.kept is not None
+    return {"pruned_count": pruned}
+
+
 @router.get("/threads/{thread_id}", response_model=Thread)
 async def get_thread(thread_id: str, svc: ServiceDep) -> Any:
     """One thread, with its status and latest run."""
@@ -103,6 +132,11 @@ async def delete_thread(thread_id: str, svc: ServiceDep) -> Response:
     thread = await svc.thread(thread_id)
     if thread["status"] == "busy":
         raise Conflict(f"Thread {thread_id!r} has an active run; cancel it first.")
+    await _delete(svc, thread_id)
+    return Response(status_code=204)
+
+
+async def _delete(svc: Any, thread_id: str) -> None:
     async with svc.pool.connection() as conn:
         await threads.delete(conn, thread_id)
     await svc.runtime.saver.adelete_thread(thread_id)
@@ -110,7 +144,6 @@ async def delete_thread(thread_id: str, svc: ServiceDep) -> Response:
 
     with contextlib.suppress(ValueError):  # an id that cannot name a workspace never had one
         shutil.rmtree(workspace_dir(svc.runtime.settings.data_dir, thread_id), ignore_errors=True)
-    return Response(status_code=204)
 
 
 @router.get("/threads/{thread_id}/state")

@@ -49,3 +49,14 @@ def test_environment_is_read_and_empty_base_url_means_openai(
 
 def test_offline_model_is_labelled_as_what_it_is(clean_env: None) -> None:
     assert "not a language model" in Settings().model_label
+
+
+def test_checkpoint_retention_is_all_unless_set_and_names_its_choices(
+    clean_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert Settings().checkpoint_retention == "all"
+    monkeypatch.setenv("THREADLINE_CHECKPOINT_RETENTION", "latest")
+    assert Settings().checkpoint_retention == "latest"
+    monkeypatch.setenv("THREADLINE_CHECKPOINT_RETENTION", "some")
+    with pytest.raises(ValidationError, match="'all' or 'latest'"):
+        Settings()
