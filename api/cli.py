@@ -15,9 +15,8 @@ from pydantic import ValidationError
 
 from agent.tasks import CATALOG, get_task
 from api import terminal
-from api.runtime import open_runtime
 from api.settings import Settings
-from api.terminal import Backend, LocalBackend, RemoteBackend, find_server
+from api.terminal import Backend, RemoteBackend, find_server
 
 
 def _param(text: str) -> tuple[str, Any]:
@@ -73,10 +72,21 @@ async def drive(settings: Settings, thread_id: str, first: Any, *, auto_approve:
             return await terminal.drive(backend, thread_id, first, auto_approve=auto_approve)
         finally:
             await client.aclose()
-    async with open_runtime(settings) as runtime:
-        backend = LocalBackend(runtime, thread_id)
-        print(f"thread {thread_id} · model: {settings.model_label} · {backend.label}")
-        return await terminal.drive(backend, thread_id, first, auto_approve=auto_approve)
+    from api.server import serving_here
+
+    async with serving_here(settings) as here:
+        client = terminal.client_for(here)
+        try:
+            backend = RemoteBackend(client, thread_id)
+            backend.label = f"in-process, database: {database_mode(settings)}"
+            print(f"thread {thread_id} · model: {settings.model_label} · {backend.label}")
+            return await terminal.drive(backend, thread_id, first, auto_approve=auto_approve)
+        finally:
+            await client.aclose()
+
+
+def database_mode(settings: Settings) -> str:
+    return "external" if settings.database_url else "embedded"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -108,9 +118,26 @@ def main(argv: list[str] | None = None) -> None:
         else:
             first = {"messages": [{"role": "user", "content": " ".join(args.text)}]}
         thread_id = args.thread or str(uuid.uuid4())
-        sys.exit(asyncio.run(drive(settings, thread_id, first, auto_approve=args.auto_approve)))
+        sys.exit(
+            follow(drive(settings, thread_id, first, auto_approve=args.auto_approve), thread_id)
+        )
     if args.command == "resume":
-        sys.exit(asyncio.run(drive(settings, args.thread_id, None, auto_approve=args.auto_approve)))
+        sys.exit(
+            follow(
+                drive(settings, args.thread_id, None, auto_approve=args.auto_approve),
+                args.thread_id,
+            )
+        )
+
+
+def follow(driving: Any, thread_id: str) -> int:
+    """Run the terminal loop; Ctrl-C stops it with a word on how to go on."""
+    try:
+        code: int = asyncio.run(driving)
+    except KeyboardInterrupt:
+        print(f"\nstopped. `threadline resume {thread_id}` continues the thread.", file=sys.stderr)
+        return 130
+    return code
 
 
 if __name__ == "__main__":

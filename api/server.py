@@ -1,8 +1,12 @@
-"""``threadline serve``: uvicorn around ``create_app``."""
+"""``threadline serve``: uvicorn around ``create_app``; and the same service inside the CLI."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import uvicorn
@@ -36,3 +40,34 @@ def serve(
         # the server is closing at that moment.
         timeout_keep_alive=30,
     )
+
+
+@asynccontextmanager
+async def serving_here(settings: Settings) -> AsyncIterator[str]:
+    """The whole service in this process, on a free loopback port; yields its URL.
+
+    ``threadline run`` without a server uses it, so a terminal run is queued, leased, recorded
+    in the audit log and stored as events exactly as a served one (a later ``threadline serve``
+    or ``resume`` takes it over if this process dies). Stopping hands running runs back at once:
+    a terminal user who presses Ctrl-C wants it stopped.
+    """
+    app = create_app(settings.model_copy(update={"shutdown_grace_seconds": 0.0}))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
+    # Ctrl-C is the terminal's: asyncio cancels the CLI's task, and the ``finally`` below stops
+    # the server (uvicorn would otherwise take the signal and raise it again after shutdown).
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+    task = asyncio.create_task(server.serve(), name="threadline-in-process-server")
+    while not server.started:
+        if task.done():
+            task.result()  # start-up failed: raise its error
+            raise RuntimeError("the in-process server stopped during start-up")
+        await asyncio.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task

@@ -1,8 +1,9 @@
 """``threadline run`` / ``resume``: drive a thread to its end on the terminal, answering approvals.
 
-Two backends with one loop: through a running server's HTTP API (when one answers at
-``THREADLINE_URL``, default ``http://<host>:<port>``), so the run is queued, leased and streamed
-like any other; else in this process, on the graph and checkpointer directly.
+Always through the service's HTTP API: a running server's when one answers at ``THREADLINE_URL``
+(default ``http://<host>:<port>``), else the same service started inside this process on a free
+loopback port (``api.server.serving_here``). Either way the run is queued, leased, audited and
+streamed like any other, and a run this process leaves behind is taken over by the next one.
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 import httpx
-from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
 
 from agent.approval import parse_decision
 from agent.tools import default_tools
 from api.console import render_custom, render_update
-from api.runtime import BUILTIN_ASSISTANT, Runtime
+from api.runtime import BUILTIN_ASSISTANT
 from api.serde import to_jsonable
 from api.stream_modes import is_cached
 
@@ -43,34 +42,6 @@ class Backend(Protocol):
         ...
 
     async def values(self) -> dict[str, Any]: ...
-
-
-class LocalBackend:
-    """The graph in this process."""
-
-    def __init__(self, runtime: Runtime, thread_id: str) -> None:
-        self.graph = runtime.graphs[BUILTIN_ASSISTANT]
-        self.config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id},
-            "recursion_limit": runtime.settings.limits.recursion_limit(),
-        }
-        self.label = f"in-process, database: {runtime.database.mode}"
-
-    async def stream(
-        self, first: Any, answers: dict[str, Any] | None
-    ) -> AsyncIterator[tuple[str, Any]]:
-        value = Command(resume=answers) if answers else first
-        async for mode, data in self.graph.astream(
-            value, self.config, stream_mode=["updates", "custom"], durability="sync"
-        ):
-            yield mode, data
-
-    async def pending(self) -> list[tuple[str, Any]]:
-        state = await self.graph.aget_state(self.config)
-        return [(i.id, i.value) for i in state.interrupts]
-
-    async def values(self) -> dict[str, Any]:
-        return dict((await self.graph.aget_state(self.config)).values)
 
 
 class RemoteBackend:
@@ -167,9 +138,14 @@ class RemoteBackend:
         return dict(res.json().get("values") or {})
 
 
+def client_for(url: str) -> httpx.AsyncClient:
+    """A client for a threadline server; reads wait as long as a stream runs."""
+    return httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(10.0, read=None))
+
+
 async def find_server(url: str) -> httpx.AsyncClient | None:
     """A client for the server at ``url`` if one answers ``/ok`` there."""
-    client = httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(10.0, read=None))
+    client = client_for(url)
     try:
         res = await client.get("/ok", timeout=3.0)
         if res.status_code == 200:

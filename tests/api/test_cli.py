@@ -20,8 +20,11 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 from agent.models import NOT_CONFIGURED
 from agent.tasks import CATALOG
@@ -168,6 +171,8 @@ def test_kill_then_resume_appends_each_line_once(cli: Cli, kill_at: int) -> None
     assert f"counter.txt holds 1..{N}, each once" in output
     skipped = check_counter(cli.workspace(thread), kills=1)
     print(f"kill after {kill_at} line(s) ({at_kill} at the kill): {skipped} append(s) skipped")
+    # The same run went on, as its second attempt, taken over by the resuming process.
+    assert [(r["status"], r["attempt"]) for r in runs_of(cli, thread)] == [("success", 2)]
 
 
 @pytest.mark.slow
@@ -188,6 +193,34 @@ def test_repeated_kills_and_resumes_append_each_line_once(cli: Cli) -> None:
     assert "status: verified" in output
     skipped = check_counter(cli.workspace(thread), kills=kills)
     print(f"{kills} kills: {skipped} append(s) skipped")
+
+
+def runs_of(cli: Cli, thread_id: str) -> list[dict[str, Any]]:
+    with psycopg.connect(cli.env["DATABASE_URL"], row_factory=dict_row) as conn:
+        return conn.execute(
+            "SELECT run_id, status, attempt FROM runs WHERE thread_id = %s ORDER BY created_at",
+            (thread_id,),
+        ).fetchall()
+
+
+def test_a_terminal_run_is_queued_audited_and_stored_like_a_served_one(cli: Cli) -> None:
+    """No server answers, so the CLI runs the service in its own process: the run has a row,
+    its tool calls are in the audit log and its events in the event log."""
+    thread = str(uuid.uuid4())
+    code, output = cli.run("run", "--task", "counter", "--param", "n=2", "--thread", thread)
+    assert code == 0, output
+    assert "in-process" in output and "status: verified" in output
+    [run] = runs_of(cli, thread)
+    assert (run["status"], run["attempt"]) == ("success", 1)
+    with psycopg.connect(cli.env["DATABASE_URL"], row_factory=dict_row) as conn:
+        tools = conn.execute(
+            "SELECT tool FROM audit_log WHERE thread_id = %s AND kind = 'tool'", (thread,)
+        ).fetchall()
+        events = conn.execute(
+            "SELECT event FROM run_events WHERE run_id = %s ORDER BY seq", (run["run_id"],)
+        ).fetchall()
+    assert len(tools) == 2  # counter n=2: two appends
+    assert events[0]["event"] == "metadata" and events[-1]["event"] == "end"
 
 
 def test_tasks_lists_the_demo_tasks(cli: Cli) -> None:
