@@ -71,13 +71,20 @@ class Compacted:
     skipped: str | None = None
 
 
+class ThreadBusy(Exception):
+    """The thread has a pending or running run: it is not compacted under it."""
+
+
 async def compact_thread(
-    pool: Pool, saver: PooledSaver, graph: Pregel, thread_id: str
+    pool: Pool, saver: PooledSaver, graph: Pregel, thread_id: str, *, check_idle: bool = False
 ) -> Compacted:
     """Keep only the latest checkpoint of ``thread_id``, with its delta channels snapshotted.
 
-    The caller makes sure no run is writing to the thread meanwhile (the worker calls it while
-    the run that just ended still holds the thread; the prune endpoint refuses busy threads).
+    No run may write to the thread meanwhile. The worker calls this while the run that just
+    ended still holds the thread. With ``check_idle`` (``POST /threads/prune``) the transaction
+    locks the thread's row, which creating a run also locks, and raises :class:`ThreadBusy` if a
+    run is pending or running. Either way, if the thread's latest checkpoint is no longer the one
+    whose state was read, nothing is deleted.
     """
     config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     latest = await saver.aget_tuple(config)
@@ -113,6 +120,26 @@ async def compact_thread(
     async with pool.connection() as conn, conn.transaction():
         # One snapshot of the tables: a checkpoint saved meanwhile is neither seen nor deleted.
         await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        if check_idle:
+            await conn.execute(
+                "SELECT 1 FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,)
+            )
+            cur = await conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = %s"
+                " AND status IN ('pending', 'running')) AS busy",
+                (thread_id,),
+            )
+            row = await cur.fetchone()
+            if row is not None and row["busy"]:
+                raise ThreadBusy(thread_id)
+        cur = await conn.execute(
+            "SELECT max(checkpoint_id) AS latest FROM checkpoints"
+            " WHERE thread_id = %s AND checkpoint_ns = ''",
+            (thread_id,),
+        )
+        row = await cur.fetchone()
+        if row is None or row["latest"] != kept:
+            return Compacted(kept=None, skipped="the thread moved on while it was read")
         for name, value in values.items():
             kind, blob = saver.serde.dumps_typed(_DeltaSnapshot(value))
             await conn.execute(

@@ -10,7 +10,7 @@ from typing import Any, cast
 from fastapi import APIRouter, Response
 from langgraph.types import StateSnapshot
 
-from api.compaction import compact_thread
+from api.compaction import ThreadBusy, compact_thread
 from api.deps import ServiceDep
 from api.errors import Conflict, NotFound
 from api.schemas import HistoryQuery, Thread, ThreadCreate, ThreadPatch, ThreadPrune, ThreadSearch
@@ -105,7 +105,15 @@ async def prune_threads(body: ThreadPrune, svc: ServiceDep) -> dict[str, int]:
             pruned += 1
             continue
         graph = svc.graph(await svc._assistant_of(thread_id))
-        done = await compact_thread(svc.pool, svc.runtime.saver, graph, thread_id)
+        try:
+            done = await compact_thread(
+                svc.pool, svc.runtime.saver, graph, thread_id, check_idle=True
+            )
+        except ThreadBusy:
+            raise Conflict(
+                f"Thread {thread_id!r} got a run while it was being pruned; "
+                f"{pruned} thread(s) before it were pruned. Prune it again once the run ends."
+            ) from None
         pruned += done.kept is not None
     return {"pruned_count": pruned}
 

@@ -182,3 +182,67 @@ async def test_a_long_thread_compacts_to_its_snapshot_and_goes_on(runtime: Runti
     again = await compact_thread(runtime.pool, runtime.saver, graph, thread_id)
     assert again.kept is not None and again.deleted_checkpoints > 0
     assert (await graph.aget_state(config)).values == more.values
+
+
+def small_graph(runtime: Runtime, replies: list[Any]) -> Any:
+    return build_graph(
+        model=ScriptedChatModel(replies=replies),
+        tools=default_tools(),
+        checkpointer=runtime.saver,
+        data_dir=runtime.settings.data_dir,
+        policy=ApprovalPolicy({"*": "auto"}),
+        limits=Limits(max_steps=100, max_verify_attempts=1),
+    )
+
+
+async def test_compaction_deletes_nothing_when_the_thread_moved_on_meanwhile(
+    runtime: Runtime,
+) -> None:
+    replies: list[Any] = [call("list_files", path="."), AIMessage("one"), AIMessage("two")]
+    graph = small_graph(runtime, replies)
+    thread_id = str(uuid.uuid4())
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 50}
+    await graph.ainvoke({"messages": [HumanMessage("go")]}, config, durability="sync")
+    real_get_state = graph.aget_state
+
+    async def read_then_a_run_lands(*args: Any, **kwargs: Any) -> Any:
+        state = await real_get_state(*args, **kwargs)
+        await graph.ainvoke({"messages": [HumanMessage("more")]}, config, durability="sync")
+        return state
+
+    graph.aget_state = read_then_a_run_lands
+    rows = checkpoint_rows(runtime.settings.database_url or "", thread_id)
+    done = await compact_thread(runtime.pool, runtime.saver, graph, thread_id)
+    graph.aget_state = real_get_state
+    assert done.kept is None and done.skipped == "the thread moved on while it was read"
+    after = checkpoint_rows(runtime.settings.database_url or "", thread_id)
+    assert after["checkpoints"] > rows["checkpoints"]  # the second run's, and nothing deleted
+    texts = [m.content for m in (await graph.aget_state(config)).values["messages"]]
+    assert texts[0] == "go" and texts[-1] == "two"
+
+
+async def test_prune_does_not_compact_under_a_queued_run(runtime: Runtime) -> None:
+    from api.compaction import ThreadBusy
+    from api.hub import Hub
+    from api.schemas import RunCreate
+    from api.service import Service
+
+    graph = runtime.graphs["agent"]
+    hub = Hub(runtime.database.url)
+    await hub.start()
+    try:
+        svc = Service(runtime=runtime, hub=hub)
+        thread_id = str(uuid.uuid4())
+        # Two checkpoints to compact, then a run queued (no worker here: it stays pending).
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        await graph.aupdate_state(config, {"messages": [HumanMessage("a")]}, as_node="verify")
+        await graph.aupdate_state(config, {"messages": [HumanMessage("b")]}, as_node="verify")
+        await svc.create_run(
+            thread_id,
+            RunCreate(assistant_id="agent", input=counter(1), if_not_exists="create"),
+        )
+        with pytest.raises(ThreadBusy):
+            await compact_thread(runtime.pool, runtime.saver, graph, thread_id, check_idle=True)
+        assert checkpoint_rows(runtime.settings.database_url or "", thread_id)["checkpoints"] == 2
+    finally:
+        await hub.stop()
