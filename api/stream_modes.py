@@ -15,3 +15,26 @@ def event_names(modes: Iterable[str]) -> set[str]:
 def is_cached(data: Any) -> bool:
     """An update LangGraph re-emits on resume for a task it did not run again."""
     return isinstance(data, dict) and bool((data.get("__metadata__") or {}).get("cached"))
+
+
+def replayed_call(data: Any) -> str | None:
+    """The tool call id of a ``custom`` event saying a call returned its recorded result instead
+    of running again (the tool node's ``tool_finished`` with ``replayed``)."""
+    if isinstance(data, dict) and data.get("type") == "tool_finished" and data.get("replayed"):
+        return str(data.get("tool_call_id"))
+    return None
+
+
+def tool_call_ids(data: Any) -> set[str]:
+    """Tool call ids of the tool results in an ``updates`` chunk,
+    ``{node: {"messages": [...]}}``."""
+    found: set[str] = set()
+    if not isinstance(data, dict):
+        return found
+    for update in data.values():
+        messages = update.get("messages") if isinstance(update, dict) else None
+        for message in messages if isinstance(messages, list) else []:
+            call_id = getattr(message, "tool_call_id", None)
+            if call_id:
+                found.add(str(call_id))
+    return found

@@ -31,7 +31,7 @@ from api.serde import dumps
 from api.settings import Settings
 from api.store import audit, events, runs, threads
 from api.store.events import LostRun
-from api.stream_modes import event_names, is_cached
+from api.stream_modes import event_names, is_cached, replayed_call, tool_call_ids
 
 logger = logging.getLogger(__name__)
 
@@ -297,6 +297,7 @@ class Workers:
             or self.settings.limits.recursion_limit(),
         }
         sent: Counter[str] | None = None
+        replayed: set[str] = set()
         try:
             async for mode, chunk in graph.astream(
                 run_input(kwargs),
@@ -304,12 +305,16 @@ class Workers:
                 stream_mode=graph_modes(kwargs.get("stream_mode") or ["values"]),
                 durability="sync",
             ):
-                if mode == "updates" and (attempt > 1 or is_cached(chunk)):
+                if mode == "custom" and (call_id := replayed_call(chunk)):
+                    replayed.add(call_id)
+                if mode == "updates" and (
+                    is_cached(chunk) or (replayed and tool_call_ids(chunk) & replayed)
+                ):
                     # An update an earlier attempt already stored is not sent twice. Cached: a
                     # task that finished before that attempt died (it may have died before
-                    # storing the update). Not cached: a task whose result was streamed but not
-                    # yet checkpointed when the process died, re-run (a tool call replays its
-                    # recorded result, the same message).
+                    # storing the update). Replayed: a tool call whose result was streamed but
+                    # not yet checkpointed when the process died, run again; it returned its
+                    # recorded result (the same message) and said so in a custom event first.
                     chunk = {k: v for k, v in chunk.items() if k != "__metadata__"}
                     if sent is None:
                         sent = await stored_updates(self.pool, run_id)
