@@ -32,4 +32,4 @@ bench: install
 	$(BIN)/python -m bench
 
 eval: install
-	$(BIN)/python -m eval
+	$(BIN)/python -m eval --suite full
