@@ -28,11 +28,25 @@ class ThreadPatch(Lenient):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+ThreadField = Literal[
+    "thread_id",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "status",
+    "values",
+    "interrupts",
+    "last_run",
+]
+
+
 class ThreadSearch(Lenient):
     metadata: dict[str, Any] | None = None
     status: ThreadStatus | None = None
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0)
+    select: list[ThreadField] | None = None
+    """Only these fields of each thread (the SDK's ``select``): leave ``values`` out of a list."""
 
 
 class ThreadPrune(Lenient):

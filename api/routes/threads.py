@@ -8,6 +8,7 @@ import uuid
 from typing import Any, cast
 
 from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
 from langgraph.types import StateSnapshot
 
 from api.compaction import ThreadBusy, compact_thread
@@ -75,11 +76,15 @@ async def create_thread(body: ThreadCreate, svc: ServiceDep) -> Any:
 
 @router.post("/threads/search", response_model=list[Thread])
 async def search_threads(body: ThreadSearch, svc: ServiceDep) -> Any:
-    """Threads newest first, filtered by status and metadata."""
+    """Threads newest first, filtered by status and metadata; ``select`` names the fields."""
     async with svc.pool.connection() as conn:
-        return await threads.search(
+        found = await threads.search(
             conn, status=body.status, metadata=body.metadata, limit=body.limit, offset=body.offset
         )
+    if not body.select:
+        return found
+    fields = list(dict.fromkeys(body.select))
+    return JSONResponse([{k: to_jsonable(t[k]) for k in fields} for t in found])
 
 
 @router.post("/threads/prune")

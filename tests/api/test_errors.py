@@ -101,6 +101,7 @@ async def test_malformed_and_mistyped_bodies_are_422(http: httpx.AsyncClient) ->
     expect(await http.post("/threads", json={"thread_id": "../x"}), 422, "thread_id")
     expect(await http.post("/threads/search", json={"status": "sleeping"}), 422, "status")
     expect(await http.post("/threads/search", json={"limit": "many"}), 422, "limit")
+    expect(await http.post("/threads/search", json={"select": ["secrets"]}), 422, "select")
     # Nothing was queued by any of these.
     assert (await http.get(f"/threads/{tid}/runs")).json() == []
 

@@ -149,6 +149,13 @@ async def test_search_threads_by_status_and_metadata(client: Any) -> None:
     busy = await client.threads.search(status="busy", metadata={"tag": tag})
     assert busy == []
 
+    # ``select``: only the fields asked for (a thread list without the heavy ``values``).
+    slim = await client.threads.search(metadata={"tag": tag}, select=["thread_id", "status"])
+    assert sorted(slim, key=lambda t: t["thread_id"]) == sorted(
+        ({"thread_id": t["thread_id"], "status": t["status"]} for t in tagged),
+        key=lambda t: t["thread_id"],
+    )
+
 
 async def test_runs_list_and_get(client: Any) -> None:
     tid = (await client.threads.create())["thread_id"]
