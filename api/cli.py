@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from agent.tasks import CATALOG, get_task
 from api import terminal
 from api.settings import Settings
-from api.terminal import Backend, RemoteBackend, find_server
+from api.terminal import ServerBackend, find_server
 
 
 def _param(text: str) -> tuple[str, Any]:
@@ -62,31 +62,23 @@ def load_settings() -> Settings:
 
 
 async def drive(settings: Settings, thread_id: str, first: Any, *, auto_approve: bool) -> int:
-    """Run through a server when one answers at ``THREADLINE_URL``, else in this process."""
+    """Run through a server when one answers at ``THREADLINE_URL``, else through the same
+    service started in this process."""
     url = os.environ.get("THREADLINE_URL") or f"http://{settings.host}:{settings.port}"
     client = await find_server(url)
     if client is not None:
-        try:
-            backend: Backend = RemoteBackend(client, thread_id)
-            print(f"thread {thread_id} · {backend.label}")
+        try:  # already open (it asked /ok): closed here, not entered again
+            print(f"thread {thread_id} · through the server at {url}")
+            backend = ServerBackend(client, thread_id)
             return await terminal.drive(backend, thread_id, first, auto_approve=auto_approve)
         finally:
             await client.aclose()
     from api.server import serving_here
 
-    async with serving_here(settings) as here:
-        client = terminal.client_for(here)
-        try:
-            backend = RemoteBackend(client, thread_id)
-            backend.label = f"in-process, database: {database_mode(settings)}"
-            print(f"thread {thread_id} · model: {settings.model_label} · {backend.label}")
-            return await terminal.drive(backend, thread_id, first, auto_approve=auto_approve)
-        finally:
-            await client.aclose()
-
-
-def database_mode(settings: Settings) -> str:
-    return "external" if settings.database_url else "embedded"
+    async with serving_here(settings) as (here, mode), terminal.client_for(here) as client:
+        print(f"thread {thread_id} · model: {settings.model_label} · in-process, database: {mode}")
+        backend = ServerBackend(client, thread_id)
+        return await terminal.drive(backend, thread_id, first, auto_approve=auto_approve)
 
 
 def main(argv: list[str] | None = None) -> None:

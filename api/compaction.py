@@ -22,6 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.pregel import Pregel
+from langgraph.types import StateSnapshot
 
 from api.database import Pool, PooledSaver
 
@@ -76,7 +77,13 @@ class ThreadBusy(Exception):
 
 
 async def compact_thread(
-    pool: Pool, saver: PooledSaver, graph: Pregel, thread_id: str, *, check_idle: bool = False
+    pool: Pool,
+    saver: PooledSaver,
+    graph: Pregel,
+    thread_id: str,
+    *,
+    check_idle: bool = False,
+    state: StateSnapshot | None = None,
 ) -> Compacted:
     """Keep only the latest checkpoint of ``thread_id``, with its delta channels snapshotted.
 
@@ -85,6 +92,9 @@ async def compact_thread(
     locks the thread's row, which creating a run also locks, and raises :class:`ThreadBusy` if a
     run is pending or running. Either way, if the thread's latest checkpoint is no longer the one
     whose state was read, nothing is deleted.
+
+    ``state``: the thread's state as the caller just read it (the worker, at the end of a run),
+    used instead of reading it again when it is of the latest checkpoint.
     """
     config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     latest = await saver.aget_tuple(config)
@@ -110,7 +120,8 @@ async def compact_thread(
     ]
     values: dict[str, Any] = {}
     if delta:
-        state = await graph.aget_state(latest.config)
+        if state is None or checkpoint_id_of(state.config) != latest.checkpoint["id"]:
+            state = await graph.aget_state(latest.config)
         missing = [name for name in delta if name not in state.values]
         if missing:
             return Compacted(kept=None, skipped=f"delta channels outside the state: {missing}")
@@ -151,3 +162,7 @@ async def compact_thread(
         await conn.execute(DETACH_SQL, params)
         await conn.execute(DELETE_UNREFERENCED_BLOBS_SQL, params)
     return Compacted(kept=kept, deleted_checkpoints=deleted)
+
+
+def checkpoint_id_of(config: RunnableConfig) -> str | None:
+    return (config.get("configurable") or {}).get("checkpoint_id")

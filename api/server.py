@@ -43,8 +43,9 @@ def serve(
 
 
 @asynccontextmanager
-async def serving_here(settings: Settings) -> AsyncIterator[str]:
-    """The whole service in this process, on a free loopback port; yields its URL.
+async def serving_here(settings: Settings) -> AsyncIterator[tuple[str, str]]:
+    """The whole service in this process, on a free loopback port; yields its URL and its
+    database mode (``embedded`` or ``external``).
 
     ``threadline run`` without a server uses it, so a terminal run is queued, leased, recorded
     in the audit log and stored as events exactly as a served one (a later ``threadline serve``
@@ -67,7 +68,7 @@ async def serving_here(settings: Settings) -> AsyncIterator[str]:
         await asyncio.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", app.state.service.runtime.database.mode
     finally:
         server.should_exit = True
         await task

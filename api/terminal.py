@@ -12,7 +12,7 @@ import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
@@ -21,7 +21,6 @@ from agent.tools import default_tools
 from api.console import render_custom, render_update
 from api.runtime import BUILTIN_ASSISTANT
 from api.serde import to_jsonable
-from api.stream_modes import is_cached
 
 MODES = ["updates", "custom"]
 RECONNECT_TRIES = 60
@@ -30,27 +29,12 @@ TOOLS = {t.name: t for t in default_tools()}
 """The built-in agent's tools, to validate edited arguments."""
 
 
-class Backend(Protocol):
-    label: str
-
-    def stream(self, first: Any, answers: dict[str, Any] | None) -> AsyncIterator[tuple[str, Any]]:
-        """Run the thread once: with ``first`` input, or resuming with ``answers``."""
-        ...
-
-    async def pending(self) -> list[tuple[str, Any]]:
-        """Pending interrupts: (id, value)."""
-        ...
-
-    async def values(self) -> dict[str, Any]: ...
-
-
-class RemoteBackend:
-    """A running threadline server."""
+class ServerBackend:
+    """A threadline server: one already running, or the one this process started."""
 
     def __init__(self, client: httpx.AsyncClient, thread_id: str) -> None:
         self.client = client
         self.thread_id = thread_id
-        self.label = f"through the server at {client.base_url}"
 
     async def stream(
         self, first: Any, answers: dict[str, Any] | None
@@ -178,7 +162,7 @@ def ask(value: dict[str, Any]) -> dict[str, Any]:
                 print(f"not valid: {err}")
 
 
-async def drive(backend: Backend, thread_id: str, first: Any, *, auto_approve: bool) -> int:
+async def drive(backend: ServerBackend, thread_id: str, first: Any, *, auto_approve: bool) -> int:
     """Stream the thread to the terminal until it ends; returns the exit code."""
     answers: dict[str, Any] | None = None
     while True:
@@ -187,7 +171,7 @@ async def drive(backend: Backend, thread_id: str, first: Any, *, auto_approve: b
                 line = render_custom(data)
                 if line:
                     print(line, flush=True)
-            elif not is_cached(data):
+            else:
                 for line in render_update(data):
                     print(line, flush=True)
         pending = await backend.pending()

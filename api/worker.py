@@ -334,7 +334,7 @@ class Workers:
             return
         interrupted = bool(state.interrupts)
         if self.settings.checkpoint_retention == "latest" and not interrupted:
-            await self._compact(graph, thread_id)
+            await self._compact(graph, thread_id, state)
         await self._finish(
             emitter,
             thread_id,
@@ -345,14 +345,14 @@ class Workers:
             interrupts={t.id: list(t.interrupts) for t in state.tasks if t.interrupts},
         )
 
-    async def _compact(self, graph: Any, thread_id: str) -> None:
+    async def _compact(self, graph: Any, thread_id: str, state: Any) -> None:
         """Keep only the thread's latest checkpoint (the run still holds the thread). A failure
         leaves the history as it was: it costs storage, not correctness."""
         saver = getattr(graph, "checkpointer", None)
         if not isinstance(saver, PooledSaver):
             return
         try:
-            done = await compact_thread(self.pool, saver, graph, thread_id)
+            done = await compact_thread(self.pool, saver, graph, thread_id, state=state)
         except Exception:
             logger.exception("compacting the checkpoints of thread %s failed", thread_id)
             return

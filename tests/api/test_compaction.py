@@ -140,6 +140,18 @@ async def test_prune_rejects_an_unknown_strategy_with_a_message(server: ServerPr
     assert empty.status_code == 422
 
 
+def scripted_graph(runtime: Runtime, replies: list[Any]) -> Any:
+    """The built-in agent on the test's checkpointer, answering from ``replies``."""
+    return build_graph(
+        model=ScriptedChatModel(replies=replies),
+        tools=default_tools(),
+        checkpointer=runtime.saver,
+        data_dir=runtime.settings.data_dir,
+        policy=ApprovalPolicy({"*": "auto"}),
+        limits=Limits(max_steps=100, max_verify_attempts=1),
+    )
+
+
 async def test_a_long_thread_compacts_to_its_snapshot_and_goes_on(runtime: Runtime) -> None:
     """In-process, 25 steps: the kept checkpoint loads the same values (the snapshot is what
     makes that true: without it ``messages`` would come back empty), storage shrinks, and the
@@ -148,14 +160,7 @@ async def test_a_long_thread_compacts_to_its_snapshot_and_goes_on(runtime: Runti
     paths = [".", "./", "./."]  # varied, so the stuck guard never fires
     replies: list[Any] = [call("list_files", path=paths[i % 3]) for i in range(steps)]
     replies += [AIMessage("first part done"), call("list_files", path="."), AIMessage("done")]
-    graph = build_graph(
-        model=ScriptedChatModel(replies=replies),
-        tools=default_tools(),
-        checkpointer=runtime.saver,
-        data_dir=runtime.settings.data_dir,
-        policy=ApprovalPolicy({"*": "auto"}),
-        limits=Limits(max_steps=100, max_verify_attempts=1),
-    )
+    graph = scripted_graph(runtime, replies)
     thread_id = str(uuid.uuid4())
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 300}
     await graph.ainvoke({"messages": [HumanMessage("go")]}, config, durability="sync")
@@ -184,22 +189,11 @@ async def test_a_long_thread_compacts_to_its_snapshot_and_goes_on(runtime: Runti
     assert (await graph.aget_state(config)).values == more.values
 
 
-def small_graph(runtime: Runtime, replies: list[Any]) -> Any:
-    return build_graph(
-        model=ScriptedChatModel(replies=replies),
-        tools=default_tools(),
-        checkpointer=runtime.saver,
-        data_dir=runtime.settings.data_dir,
-        policy=ApprovalPolicy({"*": "auto"}),
-        limits=Limits(max_steps=100, max_verify_attempts=1),
-    )
-
-
 async def test_compaction_deletes_nothing_when_the_thread_moved_on_meanwhile(
     runtime: Runtime,
 ) -> None:
     replies: list[Any] = [call("list_files", path="."), AIMessage("one"), AIMessage("two")]
-    graph = small_graph(runtime, replies)
+    graph = scripted_graph(runtime, replies)
     thread_id = str(uuid.uuid4())
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 50}
     await graph.ainvoke({"messages": [HumanMessage("go")]}, config, durability="sync")
