@@ -22,14 +22,25 @@ class ApprovalDecision:
     message: str | None = None
 
 
-def approval_request(tool: ToolSpec, call_id: str, args: dict[str, Any]) -> dict[str, Any]:
-    """The interrupt payload of an ``ask`` call."""
+def approval_request(
+    tool: ToolSpec, call_id: str, args: dict[str, Any], ruling: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The interrupt payload of an ``ask`` call: the exact call asked about, and the policy that
+    asked (``agent.policy.Ruling``). An approval runs exactly these arguments."""
+    source = (ruling or {}).get("source", "default")
+    why = {
+        "default": f"{tool.name} is not read-only",
+        "deployment": "the deployment's approval policy asks for it",
+        "task": "the task's approval policy asks for it",
+        "run": "the run's approval policy asks for it",
+    }.get(source, "the approval policy asks for it")
     return {
         "type": "approval",
         "tool_call_id": call_id,
         "tool": tool.name,
         "args": args,
-        "reason": f"{tool.name} is not read-only and the approval policy says 'ask'",
+        "reason": f"{why}: the approval policy says 'ask'",
+        "policy": dict(ruling or {"rule": "ask", "source": "default", "server_rule": "ask"}),
     }
 
 

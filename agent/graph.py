@@ -14,6 +14,7 @@ from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -23,20 +24,49 @@ from agent.limits import Limits, guard_reason
 from agent.nodes.agent_step import AgentStep
 from agent.nodes.tool_call import ToolCallNode
 from agent.nodes.verify import VerifyNode
-from agent.policy import ApprovalPolicy
+from agent.policy import ApprovalPolicy, Decision, validate_rules
 from agent.state import AgentState, ToolTask
-from agent.tools import ToolSpec
+from agent.tasks import TaskCatalog
+from agent.tools import Sandbox, ToolSpec
 
 
-def route_after_agent(state: AgentState) -> list[Send] | Literal["verify"]:
-    """One ``tools`` task per tool call; no calls (or a stopped task) goes to ``verify``."""
-    last = state["messages"][-1] if state.get("messages") else None
-    if state.get("status") == "running" and isinstance(last, AIMessage) and last.tool_calls:
-        policy = dict((state.get("task") or {}).get("policy") or {})
-        return [
-            Send("tools", ToolTask(tool_call=call, task_policy=policy)) for call in last.tool_calls
-        ]
-    return "verify"
+def rule_calls(
+    state: AgentState,
+    config: RunnableConfig,
+    *,
+    policy: ApprovalPolicy,
+    tools: dict[str, ToolSpec],
+    tasks: TaskCatalog,
+) -> list[ToolTask]:
+    """One ``ToolTask`` per tool call of the last AI message, each with its rule decided now.
+
+    The rule travels in the ``Send`` payload, which the checkpoint keeps: a run that resumes the
+    call (its approval, a takeover after a crash) executes it under the rule it was made under,
+    whatever that run's own config says.
+    """
+    last = state["messages"][-1]
+    assert isinstance(last, AIMessage)
+    task_rules: dict[str, Decision] = {}
+    refusal = None
+    try:
+        task_rules = validate_rules(tasks.policy_for(state.get("task")))
+        run_rules = validate_rules((config.get("configurable") or {}).get("approval_policy") or {})
+    except ValueError as err:
+        run_rules, refusal = {}, f"The call was not run: {err}."
+    out: list[ToolTask] = []
+    for call in last.tool_calls:
+        tool = tools.get(call["name"])
+        ruling = policy.decide(
+            call["name"],
+            read_only=tool.read_only if tool else False,
+            run_rules=run_rules,
+            task_rules=task_rules,
+        )
+        task = ToolTask(tool_call=call, ruling=ruling.as_dict())
+        if refusal:
+            task["refusal"] = refusal
+        out.append(task)
+    return out
 
 
 def build_graph(
@@ -47,10 +77,30 @@ def build_graph(
     data_dir: Path,
     policy: ApprovalPolicy | None = None,
     limits: Limits | None = None,
+    tasks: TaskCatalog | None = None,
+    sandbox: Sandbox | None = None,
 ) -> CompiledStateGraph:
-    """Build and compile the agent graph; no side effects until it runs."""
+    """Build and compile the agent graph; no side effects until it runs.
+
+    ``sandbox`` confines the acceptance checks (default: ``agent.tools.default_sandbox()``);
+    the tools bring their own (``default_tools(sandbox=...)``).
+    """
     limits = limits or Limits()
     tool_list = list(tools)
+
+    policy = policy or ApprovalPolicy()
+    catalog = tasks or TaskCatalog()
+    by_name = {t.name: t for t in tool_list}
+
+    def route_after_agent(
+        state: AgentState, config: RunnableConfig
+    ) -> list[Send] | Literal["verify"]:
+        """One ``tools`` task per tool call; no calls (or a stopped task) goes to ``verify``."""
+        last = state["messages"][-1] if state.get("messages") else None
+        if state.get("status") == "running" and isinstance(last, AIMessage) and last.tool_calls:
+            calls = rule_calls(state, config, policy=policy, tools=by_name, tasks=catalog)
+            return [Send("tools", call) for call in calls]
+        return "verify"
 
     def route_after_tools(state: AgentState) -> Literal["agent", "verify"]:
         return "verify" if guard_reason(state, limits) else "agent"
@@ -61,17 +111,17 @@ def build_graph(
     builder = StateGraph(AgentState)
     builder.add_node(
         "agent",
-        AgentStep(model=model, tools=tool_list, data_dir=data_dir, limits=limits),
+        AgentStep(model=model, tools=tool_list, data_dir=data_dir, limits=limits, tasks=catalog),
         retry_policy=RetryPolicy(max_attempts=3),
     )
     builder.add_node(
         "tools",
-        ToolCallNode(
-            tools=tool_list, policy=policy or ApprovalPolicy(), data_dir=data_dir, limits=limits
-        ),
+        ToolCallNode(tools=tool_list, policy=policy, data_dir=data_dir, limits=limits),
         input_schema=ToolTask,
     )  # type: ignore[call-overload]  # a callable instance, not a function
-    builder.add_node("verify", VerifyNode(data_dir=data_dir, limits=limits))
+    builder.add_node(
+        "verify", VerifyNode(data_dir=data_dir, limits=limits, tasks=catalog, sandbox=sandbox)
+    )
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", route_after_agent, ["tools", "verify"])
     builder.add_conditional_edges("tools", route_after_tools, ["agent", "verify"])

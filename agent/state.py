@@ -68,8 +68,15 @@ class AgentState(TypedDict, total=False):
     verdict: Verdict | None
 
 
-class ToolTask(TypedDict):
-    """The payload of one ``Send`` to the tools node: exactly one tool call."""
+class ToolTask(TypedDict, total=False):
+    """The payload of one ``Send`` to the tools node: exactly one tool call, and its rule.
+
+    The payload is part of the checkpoint, so the rule decided when the call was made is the rule
+    it runs under on every later attempt (``agent.policy``).
+    """
 
     tool_call: ToolCall
-    task_policy: dict[str, str]
+    ruling: dict[str, str]
+    """``agent.policy.Ruling.as_dict()``: the rule (auto, ask, deny), its source, the server's."""
+    refusal: str
+    """Set when the call must not run at all (the run's policy was malformed): the model's note."""

@@ -19,7 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from agent.tasks import find_marker, get_task, plan_view
+from agent.tasks import CATALOG, find_marker, plan_view
 
 OFFLINE_MODEL_NAME = "threadline-offline (scripted demo plans, not a language model)"
 
@@ -55,11 +55,12 @@ class OfflineChatModel(BaseChatModel):
     def reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
         """The scripted reply to a conversation."""
         found = find_marker(messages)
-        if found is None:
+        task = CATALOG.get(found[0]) if found else None
+        if found is None or task is None or task.plan is None:
+            # Free text, or an operator's task: only a real model can do those.
             message = AIMessage(content=NOT_CONFIGURED)
         else:
-            name, params, start = found
-            task = get_task(name)
+            _, params, start = found
             planned = task.plan(task.parse_params(params), plan_view(messages, start))
             # Ids derive from the conversation's length, so a re-run step repeats the same ids
             # (and the same idempotency keys) while ids never repeat within a thread.

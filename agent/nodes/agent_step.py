@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.config import get_stream_writer
 
+from agent.hooks import PRIOR_RESULT_KEY
 from agent.limits import Limits, budget_left
 from agent.state import AgentState, TaskSpec, Usage
-from agent.tasks import get_task
+from agent.tasks import FREEFORM, TaskCatalog
 from agent.tools import ToolSpec, ensure_workspace
 
 SYSTEM_PROMPT = (
@@ -46,6 +55,7 @@ class AgentStep:
     tools: list[ToolSpec]
     data_dir: Path
     limits: Limits
+    tasks: TaskCatalog
 
     def __post_init__(self) -> None:
         self.bound: Runnable[Any, BaseMessage] = self.model.bind_tools(
@@ -68,15 +78,17 @@ class AgentStep:
         task = state.get("task")
         if task and "instruction" not in task:
             workspace = ensure_workspace(self.data_dir, thread_id)
-            spec = get_task(task["name"]).materialize(task.get("params"), workspace)
+            # Only the name and the declared params are taken from the input: the instruction,
+            # template, check and rules are the catalog's.
+            spec = self.tasks.get(task["name"]).materialize(task.get("params"), workspace)
             return {**fresh, "task": spec}, [HumanMessage(spec["instruction"])]
         ensure_workspace(self.data_dir, thread_id)
         last = state["messages"][-1]
         freeform: TaskSpec = {
-            "name": "freeform",
+            "name": FREEFORM,
             "params": {},
             "instruction": str(last.content),
-            "check": None,
+            "check": self.tasks.check_for(None),
             "policy": {},
         }
         return {**fresh, "task": freeform}, []
@@ -100,10 +112,16 @@ class AgentStep:
         added: list[BaseMessage] = []
         if self._is_new_input(state):
             update, added = self._start_task(state, thread_id_of(config))
+            closing, closed_ids = await close_unanswered_calls(state.get("messages") or [], config)
+            if closed_ids:
+                added = [*closing, *added]
+                write({"type": "calls_superseded", "tool_call_ids": closed_ids})
         elif not state.get("messages"):
             raise ValueError("the input needs 'messages' or a 'task'")
         usage: Usage = {**(update.get("usage") or state.get("usage") or zero_usage())}
-        messages = [*state.get("messages", []), *added]
+        removed = _removed(added)
+        messages: list[BaseMessage] = [m for m in state.get("messages", []) if m.id not in removed]
+        messages += [m for m in added if not isinstance(m, RemoveMessage)]
         # Parallel tool calls of the last step ran side by side: count the slowest one.
         usage["seconds"] += max(
             (m.additional_kwargs.get("duration", 0.0) for m in _last_tool_results(messages)),
@@ -154,3 +172,64 @@ def _last_tool_results(messages: list[BaseMessage]) -> list[ToolMessage]:
             break
         out.append(m)
     return out
+
+
+def _removed(messages: list[BaseMessage]) -> set[str | None]:
+    return {m.id for m in messages if isinstance(m, RemoveMessage)}
+
+
+SUPERSEDED = "superseded by a new message"
+
+
+async def close_unanswered_calls(
+    messages: Sequence[BaseMessage], config: RunnableConfig
+) -> tuple[list[BaseMessage], list[str]]:
+    """When new input arrives while the last step's calls are unanswered (waiting for approval,
+    or interrupted with the step), close each with a tool message, so the conversation stays
+    valid for any OpenAI-compatible model: an assistant message with tool calls is followed by
+    one tool message per call, before the next human message.
+
+    A call the audit log shows as executed gets its recorded result; any other was not run and
+    never will be: "superseded by a new message". The new human messages move after the tool
+    messages (removed and added again under new ids).
+    """
+    end = len(messages)
+    while end and isinstance(messages[end - 1], HumanMessage):
+        end -= 1
+    ai_at = next((i for i in range(end - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
+    if ai_at is None:
+        return [], []
+    ai = messages[ai_at]
+    assert isinstance(ai, AIMessage)
+    answered = {m.tool_call_id for m in messages[ai_at + 1 : end] if isinstance(m, ToolMessage)}
+    open_calls = [c for c in ai.tool_calls if c.get("id") and c["id"] not in answered]
+    if not open_calls:
+        return [], []
+    configurable = config.get("configurable") or {}
+    lookup = configurable.get(PRIOR_RESULT_KEY)
+    thread_id = thread_id_of(config)
+    out: list[BaseMessage] = []
+    call_ids: list[str] = []
+    new_input = messages[end:]
+    out.extend(RemoveMessage(id=str(m.id)) for m in new_input if m.id)
+    for call in open_calls:
+        prior = await lookup(f"{thread_id}:{call['id']}") if lookup is not None else None
+        if prior is not None:
+            content, ok = str(prior["content"]), bool(prior["ok"])
+        else:
+            content = (
+                f"This call was not run: it was {SUPERSEDED} before it was approved or "
+                "finished. Do not assume it took effect."
+            )
+            ok = False
+        out.append(
+            ToolMessage(
+                content=content,
+                tool_call_id=call["id"],
+                name=call["name"],
+                status="success" if ok else "error",
+            )
+        )
+        call_ids.append(str(call["id"]))
+    out.extend(m.model_copy(update={"id": None}) for m in new_input)
+    return out, call_ids

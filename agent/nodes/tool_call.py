@@ -18,21 +18,12 @@ from langgraph.config import get_stream_writer
 from langgraph.types import interrupt
 
 from agent.approval import approval_request, parse_decision
+from agent.hooks import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
 from agent.limits import Limits
 from agent.nodes.agent_step import thread_id_of
 from agent.policy import ApprovalPolicy, validate_rules
 from agent.state import ToolTask
 from agent.tools import ToolContext, ToolSpec, ensure_workspace, execute_tool
-
-PRIOR_RESULT_KEY = "__threadline_prior_result"
-"""``configurable`` key of an optional async callable ``(idempotency_key) -> {"ok", "content"} |
-None``: the recorded result of a call that already executed. A call that finished but whose
-result was not checkpointed before the process died returns that result instead of running
-again; only a death between a tool's effect and its record can still repeat it."""
-RECORD_TOOL_KEY = "__threadline_record_tool"
-"""``configurable`` key of an optional async callable that durably records each execution (the
-server's audit log). A streamed event is stored later than the task's result may be checkpointed,
-so an audit written from the stream could miss an execution when the process dies in between."""
 
 
 def _message(call: dict[str, Any], content: str, ok: bool, duration: float = 0.0) -> dict[str, Any]:
@@ -61,6 +52,21 @@ class ToolCallNode:
     def __post_init__(self) -> None:
         self.by_name = {t.name: t for t in self.tools}
 
+    def _ruling(self, task: ToolTask, tool: ToolSpec) -> dict[str, str]:
+        """The rule decided when the call was made (in its payload). A payload from before rules
+        travelled with calls has only the task's rules: the server's rule then, never the
+        resuming run's."""
+        if "ruling" in task:
+            return dict(task["ruling"])
+        try:
+            task_rules = validate_rules(task.get("task_policy") or {})
+        except ValueError:
+            task_rules = {}
+        rule, source = self.policy.server_ruling(
+            tool.name, read_only=tool.read_only, task_rules=task_rules
+        )
+        return {"rule": rule, "source": source, "server_rule": rule}
+
     async def __call__(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
         call: dict[str, Any] = dict(task["tool_call"])
         tool = self.by_name.get(call["name"])
@@ -72,25 +78,21 @@ class ToolCallNode:
                 ok=False,
             )
         configurable = config.get("configurable") or {}
-        try:
-            run_rules = validate_rules(configurable.get("approval_policy") or {})
-            task_rules = validate_rules(task.get("task_policy") or {})
-        except ValueError as err:
-            return _message(call, f"The call was not run: {err}.", ok=False)
-        rule = self.policy.decide(
-            tool.name, read_only=tool.read_only, run_rules=run_rules, task_rules=task_rules
-        )
+        if task.get("refusal"):
+            return _message(call, str(task["refusal"]), ok=False)
+        ruling = self._ruling(task, tool)
+        rule = ruling["rule"]
         args = call["args"]
-        if rule == "deny":
+        if rule not in ("auto", "ask"):  # deny, and anything unreadable fails closed
             return _message(
                 call,
-                f"{tool.name} is denied by this deployment's approval policy and was not run. "
+                f"{tool.name} is denied by the approval policy and was not run. "
                 "Do not call it again; use another tool or finish with what you have.",
                 ok=False,
             )
         if rule == "ask":
             # First thing in the task: on resume the node re-runs from here, side-effect free.
-            answer = interrupt(approval_request(tool, call["id"], args))
+            answer = interrupt(approval_request(tool, call["id"], args, ruling))
             try:
                 decision = parse_decision(answer, tool)
             except ValueError as err:

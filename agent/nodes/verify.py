@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,8 @@ from langgraph.config import get_stream_writer
 from agent.limits import Limits, guard_reason
 from agent.nodes.agent_step import VERIFY_FEEDBACK_NAME, thread_id_of, zero_usage
 from agent.state import AgentState, Usage, Verdict
-from agent.tools import ensure_workspace, run_program
+from agent.tasks import TaskCatalog
+from agent.tools import Sandbox, ToolError, ensure_workspace, run_program
 from agent.tools.base import truncate
 
 VERDICT_OUTPUT_CAP = 4_000
@@ -26,6 +27,10 @@ class VerifyNode:
 
     data_dir: Path
     limits: Limits
+    tasks: TaskCatalog = field(default_factory=TaskCatalog)
+    """Where the check comes from: the catalog, by the task's name (never the state's copy)."""
+    sandbox: Sandbox | None = None
+    """What the check runs confined by (default: ``agent.tools.default_sandbox()``)."""
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         write = get_stream_writer()
@@ -34,7 +39,7 @@ class VerifyNode:
             status if status in ("stuck", "budget_exceeded") else guard_reason(state, self.limits)
         )
         task = state.get("task") or {}
-        check = task.get("check")
+        check = self.tasks.check_for(task)
         if not check:
             final = stop or "agent_done"
             write(
@@ -42,17 +47,24 @@ class VerifyNode:
             )
             return {"status": final, "verdict": None}
         started = time.monotonic()
-        result = await run_program(
-            check,
-            cwd=ensure_workspace(self.data_dir, thread_id_of(config)),
-            allowed=[check[0]],
-            timeout=self.limits.check_timeout,
-        )
-        passed = result.exit_code == 0 and not result.timed_out
+        refusal = ""
+        try:
+            result = await run_program(
+                check,
+                cwd=ensure_workspace(self.data_dir, thread_id_of(config)),
+                allowed=[check[0]],
+                timeout=self.limits.check_timeout,
+                sandbox=self.sandbox,
+            )
+        except ToolError as err:
+            # The check could not run at all (no sandbox, its program missing): nothing the
+            # agent does can change that, so the verdict says why and the task ends failed.
+            result, refusal = None, str(err)
+        passed = result is not None and result.exit_code == 0 and not result.timed_out
         verdict: Verdict = {
             "passed": passed,
-            "exit_code": result.exit_code,
-            "output": truncate(result.output, VERDICT_OUTPUT_CAP),
+            "exit_code": result.exit_code if result else None,
+            "output": truncate(result.output if result else refusal, VERDICT_OUTPUT_CAP),
         }
         attempts = state.get("verify_attempts", 0) + 1
         usage: Usage = {**(state.get("usage") or zero_usage())}
@@ -62,7 +74,7 @@ class VerifyNode:
             update["status"] = "verified"
         elif stop:
             update["status"] = stop
-        elif attempts < self.limits.max_verify_attempts:
+        elif result is not None and attempts < self.limits.max_verify_attempts:
             update["status"] = "running"
             update["messages"] = [
                 HumanMessage(
@@ -80,7 +92,7 @@ class VerifyNode:
                 "passed": passed,
                 "status": update["status"],
                 "attempt": attempts,
-                "exit_code": result.exit_code,
+                "exit_code": verdict["exit_code"],
                 "output": verdict["output"][:2000],
             }
         )

@@ -58,8 +58,10 @@ class Task:
     params_model: type[BaseModel]
     instruction: Callable[[Any], str]
     check: Callable[[Any], list[str]]
-    plan: Plan
-    template: str | None = None
+    plan: Plan | None
+    """The offline model's script; ``None`` for operator tasks (they need a real model)."""
+    template: str | Path | None = None
+    """A folder under ``agent/tasks/templates`` (shipped) or an absolute path (operator)."""
     policy: dict[str, str] = field(default_factory=dict)
     """The task's own approval rules; deployment and run rules override them."""
     kind: str = "demo"
@@ -109,6 +111,7 @@ class Task:
             "name": self.name,
             "title": self.title,
             "params": self.params_model.model_json_schema().get("properties", {}),
+            "approval_policy": dict(self.policy),
         }
 
 

@@ -2,8 +2,9 @@
 
 It exists to make crashes and duplicates visible: after any number of kills and resumes the file
 must hold each line exactly once. Each append goes through ``append.py`` in the workspace, which
-takes ``delay`` seconds and records the call's idempotency key, so a call whose process outlived
-a killed server is not applied twice when LangGraph runs the unfinished task again.
+takes ``delay`` seconds and records the call's idempotency key before its line, so a call that a
+killed server interrupted (its sandboxed process dies with the server) is applied once when
+LangGraph runs the unfinished task again.
 """
 
 from __future__ import annotations

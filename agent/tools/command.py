@@ -1,8 +1,9 @@
 """Running allow-listed programs: no shell, a scrubbed environment, bounded output, no leftovers.
 
 The allow-list limits what the model can name, not what a program can do (``python`` can do
-anything the service user can); it keeps commands predictable, and the scrubbed environment keeps
-the service's secrets out of them.
+anything its user can); it keeps commands predictable. What a program can do is limited by the
+operating-system sandbox it runs in (:mod:`agent.tools.sandbox`): only the workspace, no network,
+no server environment, an unprivileged user, resource limits.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.tools.base import MAX_OUTPUT_CHARS, ToolError, truncate
+from agent.tools.sandbox import Sandbox, SandboxUnavailable, default_sandbox
 
 DEFAULT_ALLOWED_PROGRAMS = (
     "python",
@@ -40,6 +42,10 @@ SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 """The only PATH a command sees, and the one programs are looked up in."""
 
 _PYTHONS = frozenset({"python", "python3"})
+_SIGNAL_HINTS = {
+    int(signal.SIGXCPU): "it used up its CPU-time limit; do less work per command",
+    int(signal.SIGXFSZ): "it wrote past the file-size limit; write smaller files",
+}
 _CHUNK = 64 * 1024
 _REAP_TIMEOUT = 5.0
 
@@ -135,12 +141,16 @@ async def run_program(
     timeout: float,
     env_extra: Mapping[str, str] | None = None,
     cap: int = MAX_OUTPUT_CHARS,
+    sandbox: Sandbox | None = None,
 ) -> CommandResult:
-    """Run ``argv`` without a shell in ``cwd``; its process group is killed when it ends.
+    """Run ``argv`` without a shell in ``cwd``, confined by ``sandbox``; its process group is
+    killed when it ends.
 
-    Raises :class:`ToolError` for an empty command, a program outside ``allowed`` or one that
-    cannot start. On timeout the group is killed and the result has ``timed_out=True``; on
-    cancellation the group is killed and ``CancelledError`` propagates.
+    ``sandbox`` defaults to :func:`~agent.tools.sandbox.default_sandbox` (``auto``); pass
+    ``Sandbox("off")`` to run unconfined. Raises :class:`ToolError` for an empty command, a
+    program outside ``allowed``, one that cannot start, or no sandbox available. On timeout the
+    group is killed and the result has ``timed_out=True``; on cancellation the group is killed
+    and ``CancelledError`` propagates.
     """
     if not argv:
         raise ToolError(
@@ -162,18 +172,30 @@ async def run_program(
     }
     started = time.monotonic()
     try:
+        launch = await (sandbox or default_sandbox()).launch(
+            [executable, *argv[1:]], cwd=cwd, env=env
+        )
+    except SandboxUnavailable as err:
+        raise ToolError(str(err)) from None
+    except OSError as err:
+        raise ToolError(f"Could not prepare the workspace for {argv[0]!r}: {err}.") from err
+    try:
         proc = await asyncio.create_subprocess_exec(
-            executable,
-            *argv[1:],
+            *launch.argv,
             cwd=cwd,
-            env=env,
+            env=launch.env,
+            pass_fds=launch.pass_fds,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so killpg reaches grandchildren
+            # Its own process group, so killpg reaches grandchildren; confined, killing bwrap
+            # also ends its pid namespace (--die-with-parent), whatever sessions it started.
+            start_new_session=True,
         )
     except OSError as err:
         raise ToolError(f"Could not start {argv[0]!r}: {err}.") from err
+    finally:
+        launch.close()
     assert proc.stdout is not None
     sink = _HeadTail(cap)
     timed_out = False
@@ -191,7 +213,7 @@ async def run_program(
             # Bounded: a process that escaped the group can keep a pipe open indefinitely.
             await asyncio.wait_for(proc.wait(), _REAP_TIMEOUT)
     return CommandResult(
-        exit_code=None if timed_out else proc.returncode,
+        exit_code=None if timed_out else launch.exit_code(proc.returncode),
         output=sink.text(cap),
         timed_out=timed_out,
         duration=time.monotonic() - started,
@@ -218,7 +240,8 @@ def format_command_result(argv: Sequence[str], result: CommandResult) -> str:
             name = signal.Signals(number).name
         except ValueError:
             name = "unknown signal"
-        lines.append(f"[killed by signal {number} ({name})]")
+        hint = _SIGNAL_HINTS.get(number)
+        lines.append(f"[killed by signal {number} ({name}){f': {hint}' if hint else ''}]")
     else:
         lines.append(f"[exit code {result.exit_code}]")
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.tools.base import MAX_OUTPUT_CHARS, ToolContext, ToolError, ToolSpec
 from agent.tools.command import DEFAULT_ALLOWED_PROGRAMS, format_command_result, run_program
+from agent.tools.sandbox import Sandbox, default_sandbox
 
 MAX_TIMEOUT = 120.0
 """Longest timeout a call may ask for, in seconds."""
@@ -16,12 +17,17 @@ _OUTPUT_CAP = MAX_OUTPUT_CHARS - 1_000
 
 
 def command_tool(
-    *, allowed: Sequence[str] = DEFAULT_ALLOWED_PROGRAMS, default_timeout: float = 30.0
+    *,
+    allowed: Sequence[str] = DEFAULT_ALLOWED_PROGRAMS,
+    default_timeout: float = 30.0,
+    sandbox: Sandbox | None = None,
 ) -> ToolSpec:
-    """The run_command tool, limited to the ``allowed`` program names."""
+    """The run_command tool, limited to the ``allowed`` program names, confined by ``sandbox``
+    (default: :func:`~agent.tools.sandbox.default_sandbox`)."""
     if not 0 < default_timeout <= MAX_TIMEOUT:
         raise ValueError(f"default_timeout must be in (0, {MAX_TIMEOUT}], not {default_timeout}")
     programs = tuple(allowed)
+    box = sandbox or default_sandbox()
 
     # Defined here because the schema's default timeout depends on the factory's argument.
     class RunCommandArgs(BaseModel):
@@ -49,16 +55,23 @@ def command_tool(
             timeout=args.timeout,
             env_extra={"THREADLINE_IDEMPOTENCY_KEY": ctx.idempotency_key},
             cap=_OUTPUT_CAP,
+            sandbox=box,
         )
         text = format_command_result(args.command, result)
         if result.timed_out:
             raise ToolError(text)  # so the tool message carries status "error"
         return text  # a non-zero exit is ordinary output the model reads
 
+    confined = (
+        " It runs in a sandbox: it can write only in the workspace (and a private /tmp), has no "
+        "network, and its CPU time, memory, processes and file sizes are limited."
+        if box.mode != "off"
+        else ""
+    )
     return ToolSpec(
         name="run_command",
         description="Run a program in the workspace directory and return its combined stdout "
-        "and stderr followed by its exit code. There is no shell. Allowed programs: "
+        f"and stderr followed by its exit code. There is no shell.{confined} Allowed programs: "
         f"{', '.join(programs)}.",
         args_schema=RunCommandArgs,
         read_only=False,

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from agent import ApprovalPolicy, Limits, build_graph
 from agent.models import NOT_CONFIGURED, OfflineChatModel
 from agent.tools import ToolContext, ToolSpec, default_tools, workspace_dir
-from api.runtime import BUILTIN_ASSISTANT, Runtime
+from api.runtime import BUILTIN_ASSISTANT, Runtime, build_agent
 from api.settings import Settings
 from tests.utils.scripted_model import ScriptedChatModel, call, calls
 
@@ -189,8 +189,8 @@ async def test_counter_runs_to_verified_with_parallel_calls(
 async def test_fix_test_with_auto_policy_runs_to_verified(
     runtime: Runtime, settings: Settings
 ) -> None:
-    graph = runtime.graphs[BUILTIN_ASSISTANT]
-    config = make_config(settings.limits, policy=AUTO)
+    graph = build_agent(settings.model_copy(update={"approval_policy": AUTO}), runtime.saver)
+    config = make_config(settings.limits)
     out = await stream(graph, {"task": {"name": "fix_test"}}, config)
 
     state = await graph.aget_state(config)
@@ -350,8 +350,8 @@ async def test_failed_check_goes_back_as_feedback_until_fixed(
             AIMessage("Fixed."),
         ]
     )
-    graph = scripted_graph(runtime, model, limits=limits)
-    config = make_config(limits, policy=AUTO)
+    graph = scripted_graph(runtime, model, limits=limits, policy=ApprovalPolicy(AUTO))
+    config = make_config(limits)
     out = await stream(graph, {"task": {"name": "greet", "params": {"name": "Ada"}}}, config)
 
     state = await graph.aget_state(config)
@@ -371,8 +371,8 @@ async def test_check_that_keeps_failing_ends_failed(runtime: Runtime, settings: 
     model = ScriptedChatModel(
         replies=[greet_write("Hello, Bob!\n"), AIMessage("Done."), AIMessage("Still done.")]
     )
-    graph = scripted_graph(runtime, model, limits=limits)
-    config = make_config(limits, policy=AUTO)
+    graph = scripted_graph(runtime, model, limits=limits, policy=ApprovalPolicy(AUTO))
+    config = make_config(limits)
     out = await stream(graph, {"task": {"name": "greet", "params": {"name": "Ada"}}}, config)
 
     state = await graph.aget_state(config)
@@ -492,8 +492,8 @@ async def test_a_finished_parallel_call_is_not_run_again_after_cancellation(
     fast = call("run_command", command=["python", "-c", FAST])
     slow = call("run_command", command=["python", "-c", SLOW])
     model = ScriptedChatModel(replies=[calls(fast, slow), AIMessage("Both ran.")])
-    graph = scripted_graph(runtime, model, limits=limits)
-    config = make_config(limits, policy=AUTO)
+    graph = scripted_graph(runtime, model, limits=limits, policy=ApprovalPolicy(AUTO))
+    config = make_config(limits)
     ws = workspace(settings, config)
 
     fast_saved = asyncio.Event()

@@ -19,7 +19,7 @@ from langgraph.types import Command
 
 from agent.tasks import CATALOG
 from agent.tools import run_program
-from api.runtime import BUILTIN_ASSISTANT, Runtime
+from api.runtime import BUILTIN_ASSISTANT, Runtime, build_agent
 
 FEEDBACK_LOOP = {"changelog", "fix_median"}
 """Tasks whose offline plan fails the check once and fixes it after the verify feedback."""
@@ -76,8 +76,9 @@ async def test_check_fails_on_the_untouched_template(name: str, tmp_path: Path) 
 
 @pytest.mark.parametrize("name", list(CATALOG))
 async def test_offline_plan_reaches_verified(name: str, runtime: Runtime) -> None:
-    graph = runtime.graphs[BUILTIN_ASSISTANT]
-    config = config_for({"*": "auto"})
+    auto = runtime.settings.model_copy(update={"approval_policy": {"*": "auto"}})
+    graph = build_agent(auto, runtime.saver)
+    config = config_for()
     custom = await drive(graph, task_input(name), config)
 
     state = await graph.aget_state(config)

@@ -12,7 +12,9 @@ from api.runtime import build_agent
 
 
 async def test_a_recorded_call_is_not_executed_again(runtime: Any, settings: Any) -> None:
-    graph = build_agent(settings, runtime.saver)
+    graph = build_agent(
+        settings.model_copy(update={"approval_policy": {"*": "auto"}}), runtime.saver
+    )
     thread_id = str(uuid.uuid4())
     asked: list[str] = []
     recorded: list[dict[str, Any]] = []
@@ -27,7 +29,6 @@ async def test_a_recorded_call_is_not_executed_again(runtime: Any, settings: Any
     config: Any = {
         "configurable": {
             "thread_id": thread_id,
-            "approval_policy": {"*": "auto"},
             PRIOR_RESULT_KEY: prior,
             RECORD_TOOL_KEY: record,
         }
@@ -56,7 +57,9 @@ async def test_a_recorded_call_is_not_executed_again(runtime: Any, settings: Any
 
 
 async def test_an_execution_is_recorded_with_its_whole_result(runtime: Any, settings: Any) -> None:
-    graph = build_agent(settings, runtime.saver)
+    graph = build_agent(
+        settings.model_copy(update={"approval_policy": {"*": "auto"}}), runtime.saver
+    )
     thread_id = str(uuid.uuid4())
     recorded: list[dict[str, Any]] = []
 
@@ -69,7 +72,6 @@ async def test_an_execution_is_recorded_with_its_whole_result(runtime: Any, sett
     config: Any = {
         "configurable": {
             "thread_id": thread_id,
-            "approval_policy": {"*": "auto"},
             PRIOR_RESULT_KEY: none,
             RECORD_TOOL_KEY: record,
         }

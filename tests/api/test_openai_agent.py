@@ -34,7 +34,11 @@ async def test_agent_runs_tools_through_an_openai_compatible_server(
         ]
     ) as server:
         model_settings = settings.model_copy(
-            update={"openai_api_key": SecretStr(server.api_key), "openai_base_url": server.base_url}
+            update={
+                "openai_api_key": SecretStr(server.api_key),
+                "openai_base_url": server.base_url,
+                "approval_policy": {"*": "auto"},
+            }
         )
         graph = build_agent(model_settings, runtime.saver)
         thread_id = str(uuid.uuid4())

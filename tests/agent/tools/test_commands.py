@@ -1,4 +1,9 @@
-"""run_program and the run_command tool: allow-list, environment, timeouts, cleanup, output cap."""
+"""run_program and the run_command tool: allow-list, environment, timeouts, cleanup, output cap.
+
+These run in the default sandbox (``auto``) where it can start; the ones that watch host pids
+of grandchildren run unconfined (``OFF``), since a confined process's pid is its namespace's.
+``test_sandbox.py`` covers the confinement itself and the same cleanup, confined.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +27,9 @@ from agent.tools import (
 )
 from agent.tools.command import SAFE_PATH, _HeadTail, format_command_result
 from agent.tools.commands import command_tool
+from agent.tools.sandbox import Sandbox
+
+OFF = Sandbox("off")
 
 # A child that starts a grandchild (which records its pid, then sleeps) and then sleeps itself.
 SPAWN_AND_SLEEP = """
@@ -43,8 +51,8 @@ def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(workspace=ws.resolve(), idempotency_key="thread-7:call-3")
 
 
-async def run(ctx: ToolContext, **args: Any) -> ToolResult:
-    return await execute_tool(command_tool(), ctx, args)
+async def run(ctx: ToolContext, sandbox: Sandbox | None = None, **args: Any) -> ToolResult:
+    return await execute_tool(command_tool(sandbox=sandbox), ctx, args)
 
 
 def _alive(pid: int) -> bool:
@@ -118,6 +126,7 @@ async def test_environment_is_scrubbed(ctx: ToolContext, monkeypatch: pytest.Mon
     assert lines[1] == "None"
     names = set(eval(lines[2]))
     names.discard("LC_CTYPE")  # some interpreters set it themselves at startup
+    names.discard("PWD")  # bwrap sets it to the directory it starts the command in
     assert names == {
         "PATH",
         "HOME",
@@ -180,7 +189,7 @@ async def test_allowed_but_missing_program(ctx: ToolContext) -> None:
 
 async def test_timeout_kills_child_and_grandchild(ctx: ToolContext) -> None:
     started = time.monotonic()
-    result = await run(ctx, command=["python", "-c", SPAWN_AND_SLEEP], timeout=1.5)
+    result = await run(ctx, OFF, command=["python", "-c", SPAWN_AND_SLEEP], timeout=1.5)
     elapsed = time.monotonic() - started
     assert elapsed < 5
     assert not result.ok  # a timeout is an error result
@@ -210,6 +219,7 @@ async def test_cancellation_kills_the_process_group(ctx: ToolContext) -> None:
             cwd=ctx.workspace,
             allowed=DEFAULT_ALLOWED_PROGRAMS,
             timeout=60,
+            sandbox=OFF,
         )
     )
     grandchild = int(await _wait_for_file(ctx.workspace / "gc.pid"))
@@ -229,7 +239,11 @@ async def test_background_grandchild_does_not_outlive_a_finished_command(
         "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(p.pid)"
     )
     result = await run_program(
-        ["python", "-c", code], cwd=ctx.workspace, allowed=DEFAULT_ALLOWED_PROGRAMS, timeout=10
+        ["python", "-c", code],
+        cwd=ctx.workspace,
+        allowed=DEFAULT_ALLOWED_PROGRAMS,
+        timeout=10,
+        sandbox=OFF,
     )
     assert result.exit_code == 0
     assert await _gone_soon(int(result.output.strip()))

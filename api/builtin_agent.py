@@ -1,0 +1,157 @@
+"""What the service checks before it queues a run of the built-in agent (``assistant_id`` agent).
+
+Clients send data, never programs or policy: the input names a catalog task and its declared
+parameters (or brings messages); a command cannot write the agent's control fields or jump into
+its ``tools`` or ``verify`` nodes; a run's approval rules may only tighten the server's. Graphs
+served from ``langgraph.json`` keep LangGraph's semantics and are not checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agent.policy import ApprovalPolicy, Decision, validate_rules
+from agent.tasks import TaskCatalog
+from agent.tools import ToolSpec
+from api.errors import Forbidden, Invalid
+
+INPUT_KEYS = ("messages", "task")
+TASK_KEYS = ("name", "params")
+UPDATE_KEYS = ("messages",)
+"""What ``command.update`` may write: the conversation, not the control fields (task, status,
+step, usage, verdict, verify attempts), which only the agent's own nodes write."""
+GOTO_NODES = ("agent",)
+"""Where ``command.goto`` may send the agent: ``tools`` and ``verify`` run only what it decided."""
+
+
+def check_input(value: Any, tasks: TaskCatalog) -> str | None:
+    """The built-in agent's input: a catalog task with valid params, or messages (422 otherwise).
+
+    Returns the task's name when the input starts one. Checked here so a typo is a 422 at once
+    instead of a run that fails in its first step.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not (set(INPUT_KEYS) & value.keys()):
+        raise Invalid(
+            'The agent\'s input is {"task": {"name": ..., "params": {...}}} (GET /tasks lists '
+            'them), {"messages": [{"role": "user", "content": "..."}]}, or null to resume.'
+        )
+    extra = sorted(set(value) - set(INPUT_KEYS))
+    if extra:
+        raise Invalid(
+            f"input has field(s) {extra} the agent does not take: its input has only "
+            f"{', '.join(INPUT_KEYS)}. The agent's state is its own."
+        )
+    task = value.get("task")
+    if task is None:
+        return None
+    if not isinstance(task, dict) or not isinstance(task.get("name"), str):
+        raise Invalid('input.task needs a "name" (GET /tasks lists them) and "params"')
+    extra = sorted(set(task) - set(TASK_KEYS))
+    if extra:
+        raise Invalid(
+            f"input.task has field(s) {extra}: a task is named, not defined, by a run. Send only "
+            f"{' and '.join(TASK_KEYS)}; the instruction, workspace, check and approval rules "
+            "come from the server's task catalog (GET /tasks)."
+        )
+    try:
+        tasks.get(task["name"]).parse_params(task.get("params"))
+    except KeyError as err:
+        raise Invalid(str(err.args[0])) from None
+    except ValueError as err:
+        raise Invalid(str(err)) from None
+    return str(task["name"])
+
+
+def check_command(command: Mapping[str, Any] | None) -> None:
+    """``command.update`` writes only messages; ``command.goto`` goes only to ``agent``."""
+    if not command:
+        return
+    update = command.get("update")
+    if update is not None:
+        if not isinstance(update, dict):
+            raise Invalid(
+                "command.update for the agent is an object, such as "
+                '{"messages": [{"role": "user", "content": "..."}]}'
+            )
+        extra = sorted(set(update) - set(UPDATE_KEYS))
+        if extra:
+            raise Invalid(
+                f"command.update cannot write {extra}: the agent's control fields are written "
+                f"by its own nodes. It may update only {', '.join(UPDATE_KEYS)}."
+            )
+    goto = command.get("goto")
+    targets = goto if isinstance(goto, list) else [goto] if goto else []
+    bad = [t for t in targets if t not in GOTO_NODES]
+    if bad:
+        raise Invalid(
+            f"command.goto cannot send the agent to {bad}: its tools and its acceptance check "
+            f"run only what the agent decided. Allowed: {', '.join(GOTO_NODES)}, or leave goto "
+            "out."
+        )
+
+
+def check_run_policy(
+    config: Mapping[str, Any] | None,
+    *,
+    policy: ApprovalPolicy,
+    tools: Mapping[str, ToolSpec],
+    task_rules: Mapping[str, Decision],
+) -> None:
+    """``config.configurable.approval_policy`` may tighten the server's rules, never loosen
+    them (403 naming each loosened tool), unless the operator allows overrides."""
+    configurable = (config or {}).get("configurable") or {}
+    raw = configurable.get("approval_policy") if isinstance(configurable, dict) else None
+    if raw is None:
+        return
+    try:
+        rules = validate_rules(raw)
+    except ValueError as err:
+        raise Invalid(f"config.configurable.{err}") from None
+    loose = policy.loosenings(rules, ((t.name, t.read_only) for t in tools.values()), task_rules)
+    if loose:
+        what = ", ".join(f"{x.tool}: {x.requested} (server: {x.server_rule})" for x in loose)
+        raise Forbidden(
+            f"approval_policy may only tighten the server's rules (auto -> ask -> deny), and "
+            f"this run's would loosen {what}. Send stricter rules or none; the operator "
+            "decides the policy (THREADLINE_APPROVAL_POLICY, or "
+            "THREADLINE_ALLOW_POLICY_OVERRIDES=true to let runs loosen it). GET /info shows "
+            "the effective policy."
+        )
+
+
+def supersede_answer() -> dict[str, Any]:
+    """The decision recorded for an approval a new message closed."""
+    return {"decision": "reject", "message": "superseded by a new message"}
+
+
+def task_rules_for(tasks: TaskCatalog, run_input: Any, values: Any) -> dict[str, Decision]:
+    """The task rules a run's calls will be decided under: the task its input starts (free text
+    has none), else the thread's current task (from its last known values)."""
+    name: Any = None
+    if isinstance(run_input, dict):
+        task = run_input.get("task")
+        name = task.get("name") if isinstance(task, dict) else None
+    elif isinstance(values, dict) and isinstance(values.get("task"), dict):
+        name = values["task"].get("name")
+    return validate_rules(tasks.policy_for({"name": name} if name else None))
+
+
+def check_private_config(config: Mapping[str, Any] | None) -> None:
+    """No client config key may start with ``__`` (the server's hooks, ``agent.hooks``, and
+    LangGraph's runtime keys) or ``langgraph_auth_`` (the caller, which the server sets)."""
+    config = config or {}
+    configurable = config.get("configurable") or {}
+    if not isinstance(configurable, dict):
+        raise Invalid("config.configurable must be an object")
+    private = sorted(
+        k
+        for k in (*config, *configurable)
+        if str(k).startswith("__") or str(k).startswith("langgraph_auth_")
+    )
+    if private:
+        raise Invalid(
+            f"config keys {private} are reserved for the server and LangGraph; remove them."
+        )
