@@ -25,7 +25,7 @@ class GraphConfigError(ValueError):
     """The config file or one of its graphs cannot be loaded; the message says which and why."""
 
 
-def _load_attr(spec: str, base: Path) -> Any:
+def load_attr(spec: str, base: Path) -> Any:
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
         raise GraphConfigError(f"graph {spec!r} must look like './file.py:attr' or 'module:attr'")
@@ -71,6 +71,8 @@ async def load_graphs(config_file: Path, saver: BaseCheckpointSaver) -> dict[str
     except (OSError, json.JSONDecodeError) as err:
         raise GraphConfigError(f"cannot read graph config {config_file}: {err}") from None
     graphs = data.get("graphs") if isinstance(data, dict) else None
+    if isinstance(data, dict) and data.get("auth") and not graphs:
+        return {}  # a file that only configures auth: the built-in agent alone
     if not isinstance(graphs, dict) or not graphs:
         raise GraphConfigError(f"{config_file} needs a non-empty 'graphs' object")
     base = config_file.absolute().parent  # noqa: ASYNC240 - path arithmetic, no I/O
@@ -78,5 +80,5 @@ async def load_graphs(config_file: Path, saver: BaseCheckpointSaver) -> dict[str
     for graph_id, spec in graphs.items():
         if isinstance(spec, dict):
             spec = spec.get("path", "")
-        out[graph_id] = await _resolve(_load_attr(str(spec), base), saver)
+        out[graph_id] = await _resolve(load_attr(str(spec), base), saver)
     return out

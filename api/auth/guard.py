@@ -1,0 +1,152 @@
+"""The door every request passes: Host and Origin checks, then authentication.
+
+- ``Host`` must be one of the allowed host names (loopback names by default,
+  ``THREADLINE_ALLOWED_HOSTS``): a page on another site cannot reach a laptop server through DNS
+  rebinding.
+- A request whose ``Origin`` is neither the server's own nor in ``THREADLINE_CORS_ORIGINS`` is
+  refused, whatever its method: a foreign page can neither change anything nor trigger a GET
+  with side effects (``cancel_on_disconnect``). CORS itself (preflights, headers) is Starlette's
+  ``CORSMiddleware``, outside this one.
+- With authentication on, every route but ``/ok`` and the page's own files needs credentials:
+  ``x-api-key``, ``Authorization: Bearer``, or the page's ``threadline_key`` cookie (sent to a
+  custom authenticator as ``Authorization: Bearer <cookie>``, since ``EventSource`` cannot set
+  headers). The caller is put in ``scope["state"]["user"]``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api.auth import custom, keys
+from api.auth.access import Access
+from api.auth.context import set_caller
+from api.auth.user import NOBODY, Unauthorized, User
+from api.errors import ApiError, Forbidden
+
+logger = logging.getLogger(__name__)
+
+PUBLIC = ("/ok", "/", "/favicon.ico")
+PUBLIC_PREFIXES = ("/static/",)
+COOKIE = "threadline_key"
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _hostname(host: str) -> str:
+    if host.startswith("["):  # [::1]:8000
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def credentials(scope: Scope) -> tuple[str | None, str | None]:
+    """(the API key, the Authorization header) a request carries."""
+    authorization = _header(scope, b"authorization")
+    api_key = _header(scope, b"x-api-key")
+    if api_key is None and authorization and authorization.lower().startswith("bearer "):
+        api_key = authorization[7:].strip()
+    if api_key is None and authorization is None:
+        cookie = _header(scope, b"cookie")
+        if cookie:
+            jar: SimpleCookie = SimpleCookie()
+            try:
+                jar.load(cookie)
+            except Exception:
+                jar = SimpleCookie()
+            if COOKIE in jar and jar[COOKIE].value:
+                api_key = unquote(jar[COOKIE].value)  # the page sets it URI-encoded
+                authorization = f"Bearer {api_key}"
+    return api_key, authorization
+
+
+class Guard:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        access: Access,
+        allowed_hosts: Sequence[str],
+        allowed_origins: Sequence[str],
+    ) -> None:
+        self.app = app
+        self.access = access
+        self.any_host = "*" in allowed_hosts
+        self.hosts = {h.lower() for h in allowed_hosts}
+        self.origins = {o.rstrip("/").lower() for o in allowed_origins}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            user = await self._check(scope)
+        except ApiError as err:
+            headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+            response = JSONResponse({"detail": err.message}, err.status, headers=headers)
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})["user"] = user
+        set_caller(user)
+        await self.app(scope, receive, send)
+
+    async def _check(self, scope: Scope) -> User:
+        host = _header(scope, b"host") or ""
+        if not self.any_host and _hostname(host).lower() not in self.hosts:
+            raise ApiError(
+                f"Host {host!r} is not served here. The operator allows "
+                "THREADLINE_ALLOWED_HOSTS (loopback names by default)."
+            )
+        origin = _header(scope, b"origin")
+        if origin and origin != "null" and not self._origin_ok(origin, host):
+            raise Forbidden(
+                f"Origin {origin!r} is not allowed. The operator lists the browser origins that "
+                "may use this server in THREADLINE_CORS_ORIGINS."
+            )
+        elif origin == "null":
+            raise Forbidden("Requests from an opaque origin ('null') are not allowed.")
+        path = scope.get("path", "")
+        if not self.access.enabled or path in PUBLIC or path.startswith(PUBLIC_PREFIXES):
+            return NOBODY
+        return await self._authenticate(scope)
+
+    def _origin_ok(self, origin: str, host: str) -> bool:
+        parts = urlsplit(origin)
+        if parts.netloc.lower() == host.lower():
+            return True  # the page's own origin
+        return origin.rstrip("/").lower() in self.origins or "*" in self.origins
+
+    async def _authenticate(self, scope: Scope) -> User:
+        api_key, authorization = credentials(scope)
+        if self.access.mode == "custom" and self.access.auth is not None:
+            return await custom.authenticate(self.access.auth, Request(scope), authorization)
+        if not api_key:
+            raise Unauthorized(
+                "This server needs an API key: send it as x-api-key (the LangGraph SDKs' "
+                "api_key) or Authorization: Bearer <key>. An operator creates one with "
+                "`threadline keys create --identity NAME`."
+            )
+        service: Any = scope["app"].state.service
+        async with service.pool.connection() as conn:
+            user = await keys.lookup(conn, api_key)
+        if user is None:
+            raise Unauthorized("The API key is unknown or revoked.")
+        return user
+
+
+def user_of(request: Request) -> User:
+    """The caller the guard identified (``NOBODY`` without authentication)."""
+    user = getattr(request.state, "user", None)
+    return user if isinstance(user, User) else NOBODY
