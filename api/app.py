@@ -7,15 +7,19 @@ import contextlib
 import io
 import logging
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from api import errors
+from api.auth.access import access_from
+from api.auth.guard import Guard
 from api.graphs import load_graphs
 from api.hub import Hub
 from api.limits import BodyLimit
@@ -23,6 +27,14 @@ from api.routes import runs, system, threads, workspace
 from api.runtime import BUILTIN_ASSISTANT, open_runtime
 from api.service import Service
 from api.settings import Settings
+from api.validation import (
+    MAX_ID_LENGTH,
+    MAX_JSON_DEPTH,
+    MAX_WORKSPACE_PATH,
+    METADATA_MAX_BYTES,
+    METADATA_MAX_DEPTH,
+    THREAD_ID_RULE,
+)
 from api.worker import Workers
 
 logger = logging.getLogger(__name__)
@@ -39,9 +51,87 @@ def dump_tasks() -> None:
 
 STATIC = Path(__file__).parent / "static"
 
+LINKS: dict[tuple[str, str], tuple[dict[str, str], list[tuple[str, str]]]] = {
+    # (method, path) of a response → (its parameters, the operations they feed)
+    ("post", "/threads"): (
+        {"thread_id": "$response.body#/thread_id"},
+        [
+            ("get", "/threads/{thread_id}"),
+            ("patch", "/threads/{thread_id}"),
+            ("get", "/threads/{thread_id}/state"),
+            ("post", "/threads/{thread_id}/history"),
+            ("post", "/threads/{thread_id}/runs"),
+            ("get", "/threads/{thread_id}/runs"),
+            ("get", "/threads/{thread_id}/workspace"),
+            ("get", "/threads/{thread_id}/audit"),
+            ("post", "/threads/{thread_id}/approvals"),
+            ("delete", "/threads/{thread_id}"),
+        ],
+    ),
+    ("post", "/threads/{thread_id}/runs"): (
+        {"thread_id": "$response.body#/thread_id", "run_id": "$response.body#/run_id"},
+        [
+            ("get", "/threads/{thread_id}/runs/{run_id}"),
+            ("get", "/threads/{thread_id}/runs/{run_id}/join"),
+            ("get", "/threads/{thread_id}/runs/{run_id}/stream"),
+            ("post", "/threads/{thread_id}/runs/{run_id}/cancel"),
+        ],
+    ),
+}
+"""OpenAPI links: the ids a response returns, for the operations that take them."""
+
+
+API_RULES = f"""
+Errors are JSON `{{"detail": "..."}}`, a message that says what to do.
+
+What the service refuses at the door (422, naming where in the body): a body that is not UTF-8
+JSON; `NaN` or `Infinity`, or a number too large to be finite; an integer outside 64 bits
+(-2^63 to 2^63 - 1); a NUL character (`\\u0000`) or an unpaired surrogate in any string or key;
+nesting deeper than {MAX_JSON_DEPTH} levels. Thread and run metadata: at most
+{METADATA_MAX_DEPTH} levels deep and {METADATA_MAX_BYTES} bytes as compact JSON (a thread's,
+after a PATCH merged into it). Ids: at most {MAX_ID_LENGTH} characters; a thread id is
+{THREAD_ID_RULE}. Workspace paths: at most {MAX_WORKSPACE_PATH} characters. Bodies over
+`THREADLINE_MAX_BODY_BYTES`: 413.
+"""
+
+
+def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """The OpenAPI document as the API behaves: every error body is ``ErrorBody`` JSON (also on
+    the SSE routes, whose 200 is an event stream), and responses link to what their ids feed."""
+
+    def build() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = FastAPI.openapi(app)
+        paths = schema.get("paths", {})
+        error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+        for item in paths.values():
+            for operation in item.values():
+                for status, response in operation.get("responses", {}).items():
+                    if status[:1] in ("4", "5"):
+                        response["content"] = error
+        for (method, path), (parameters, targets) in LINKS.items():
+            source = paths.get(path, {}).get(method)
+            if source is None:
+                continue
+            links = source["responses"].setdefault("200", {}).setdefault("links", {})
+            for target_method, target_path in targets:
+                target = paths.get(target_path, {}).get(target_method)
+                if target is None:
+                    continue
+                names = {p["name"] for p in target.get("parameters", []) if p["in"] == "path"}
+                links[target["operationId"]] = {
+                    "operationId": target["operationId"],
+                    "parameters": {k: v for k, v in parameters.items() if k in names},
+                }
+        return schema
+
+    return build
+
 
 def create_app(settings: Settings) -> FastAPI:
     """The service: routes, error handlers, the web page, and a lifespan that starts it all."""
+    access = access_from(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -58,7 +148,7 @@ def create_app(settings: Settings) -> FastAPI:
             await hub.start()
             workers = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
             await workers.start()
-            app.state.service = Service(runtime=runtime, hub=hub)
+            app.state.service = Service(runtime=runtime, hub=hub, access=access)
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 # `kill -USR1 <pid>` logs every asyncio task's stack: where a stuck run waits.
                 asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
@@ -77,9 +167,11 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(
         title="threadline",
         summary="Durable LangGraph runs: threads, runs, SSE streams you can rejoin, approvals.",
+        description=API_RULES,
         lifespan=lifespan,
     )
     errors.install(app)
+    app.openapi = _openapi(app)  # type: ignore[method-assign]
     for module in (system, threads, runs, workspace):
         app.include_router(module.router)
     from api.routes import approvals
@@ -92,4 +184,28 @@ def create_app(settings: Settings) -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        Guard,
+        access=access,
+        allowed_hosts=allowed_hosts(settings),
+        allowed_origins=settings.cors_origins,
+    )
+    # Outermost: preflights are answered before the guard (they carry no credentials).
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=settings.cors_origins,
+        allow_credentials=True,
+        allow_methods=["*"],
+        allow_headers=["*"],
+        expose_headers=["Content-Location", "Location"],
+    )
+    app.state.access = access
     return app
+
+
+def allowed_hosts(settings: Settings) -> list[str]:
+    """The Host names served: the configured ones, plus the address bound when it is a name."""
+    hosts = list(settings.allowed_hosts)
+    if settings.host not in ("0.0.0.0", "::", "") and settings.host not in hosts:
+        hosts.append(settings.host)
+    return hosts

@@ -48,6 +48,19 @@ def parser() -> argparse.ArgumentParser:
     resume.add_argument("thread_id")
     resume.add_argument("--auto-approve", action="store_true")
     sub.add_parser("tasks", help="list the demo tasks")
+    keys = sub.add_parser("keys", help="built-in API keys (THREADLINE_AUTH=keys)")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key; prints it (last line) once")
+    create.add_argument("--identity", required=True, help="who the key's requests act as")
+    create.add_argument(
+        "--permission",
+        action="append",
+        default=[],
+        help="a permission of the identity (repeatable), e.g. threadline:review",
+    )
+    keys_sub.add_parser("list", help="list keys (ids, identities, permissions; never the keys)")
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by its id (see `keys list`)")
+    revoke.add_argument("key_id")
     return p
 
 
@@ -92,6 +105,10 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{task.name:10} {task.title}" + (f"  ({params})" if params else ""))
         return
     settings = load_settings()
+    if args.command == "keys":
+        from api.auth.keys_cli import keys_command
+
+        sys.exit(asyncio.run(keys_command(settings, args)))
     if args.command == "serve":
         from api.server import serve
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 logger = logging.getLogger(__name__)
@@ -26,6 +28,10 @@ class NotFound(ApiError):
     status = 404
 
 
+class Forbidden(ApiError):
+    status = 403
+
+
 class Conflict(ApiError):
     status = 409
 
@@ -38,9 +44,52 @@ class TooLarge(ApiError):
     status = 413
 
 
+class ErrorBody(BaseModel):
+    """Every error answer (4xx, and 5xx): one message that says what went wrong and what to do."""
+
+    detail: str = Field(description="What went wrong and what to do about it.")
+
+
+WHY = {
+    400: "The request cannot be read.",
+    403: "Not allowed by the deployment's policy.",
+    404: "No such thread, run, assistant or file.",
+    409: "Conflicts with the thread's current state (a run is active, or already answered).",
+    413: "The request body is larger than THREADLINE_MAX_BODY_BYTES.",
+    422: "The request is malformed: a parameter or the body is invalid (the detail says which).",
+}
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` for the error statuses a route can answer, all ``ErrorBody``."""
+    return {s: {"model": ErrorBody, "description": WHY[s]} for s in statuses}
+
+
 def _location(loc: tuple[object, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body",)]
+    parts = [str(p) if str(p).isprintable() else repr(p) for p in loc if p not in ("body",)]
     return ".".join(parts) or "body"
+
+
+def _problem(e: dict[str, Any]) -> str:
+    where = _location(tuple(e.get("loc", ())))
+    if e.get("type") == "json_invalid":
+        return f"the body is not valid JSON ({e.get('ctx', {}).get('error', '')})"
+    if tuple(e.get("loc", ())) == ("body",) and isinstance(e.get("input"), bytes | str):
+        return (
+            "the body must be a JSON object sent with Content-Type: application/json "
+            f"({e.get('msg')})"
+        )
+    if e.get("type") == "string_pattern_mismatch" and where.endswith("thread_id"):
+        from api.validation import THREAD_ID_RULE
+
+        return f"{where}: a thread id is {THREAD_ID_RULE}"
+    return f"{where}: {e.get('msg')}"
+
+
+def _json(detail: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+    # A message may quote what the client sent: never let it make the answer unencodable.
+    safe = detail.encode("utf-8", "backslashreplace").decode("utf-8")
+    return JSONResponse({"detail": safe}, status_code=status, headers=headers)
 
 
 def install(app: FastAPI) -> None:
@@ -48,20 +97,14 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, err: ApiError) -> JSONResponse:
-        return JSONResponse({"detail": err.message}, status_code=err.status)
+        return _json(err.message, err.status)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, err: RequestValidationError) -> JSONResponse:
-        problems = []
-        for e in err.errors():
-            if e.get("type") == "json_invalid":
-                problems.append(f"the body is not valid JSON ({e.get('ctx', {}).get('error', '')})")
-            else:
-                problems.append(f"{_location(tuple(e.get('loc', ())))}: {e.get('msg')}")
-        return JSONResponse(
-            {"detail": "Invalid request: " + "; ".join(problems) + ". See /docs for the schema."},
-            status_code=422,
-        )
+        problems = list(dict.fromkeys(_problem(e) for e in err.errors()))
+        if len(problems) > 10:
+            problems = [*problems[:10], f"and {len(problems) - 10} more"]
+        return _json("Invalid request: " + "; ".join(problems) + ". See /docs for the schema.", 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, err: StarletteHTTPException) -> JSONResponse:
@@ -70,7 +113,10 @@ def install(app: FastAPI) -> None:
             detail = "No such endpoint. See /docs for the API."
         if err.status_code == 405:
             detail = "Method not allowed on this path. See /docs for the API."
-        return JSONResponse({"detail": detail}, status_code=err.status_code)
+        if err.status_code == 400 and detail == "There was an error parsing the body":
+            # FastAPI's answer to a body it could not decode (the routes parse bodies first).
+            return _json("Invalid request: the body must be UTF-8 JSON. See /docs.", 422)
+        return _json(str(detail), err.status_code, getattr(err, "headers", None))
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, err: Exception) -> JSONResponse:

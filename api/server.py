@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,13 +26,16 @@ def serve(
     """Serve until SIGINT/SIGTERM; shutdown hands running runs back (see ``Workers.stop``)."""
     if config:
         settings = settings.model_copy(update={"config": Path(config)})
+    if host:
+        settings = settings.model_copy(update={"host": host})
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     app = create_app(settings)
+    check_exposure(settings, app.state.access.enabled)
     uvicorn.run(
         app,
-        host=host or settings.host,
+        host=settings.host,
         port=port if port is not None else settings.port,
         log_level=settings.log_level,
         # Open SSE streams would hold shutdown forever; clients reconnect with Last-Event-ID.
@@ -39,6 +43,33 @@ def serve(
         # Longer than clients' idle reuse (httpx: 5 s), so a client never sends on a connection
         # the server is closing at that moment.
         timeout_keep_alive=30,
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(settings: Settings, authenticated: bool) -> None:
+    """Without authentication the server binds loopback only, unless the operator insists."""
+    if authenticated or is_loopback(settings.host):
+        return
+    if not settings.insecure_no_auth:
+        raise SystemExit(
+            f"threadline: refusing to serve on {settings.host} without authentication: anyone "
+            "who can reach it could run and approve tools. Set THREADLINE_AUTH=keys (and create "
+            "keys with `threadline keys create`), configure a langgraph.json auth module, or "
+            "set THREADLINE_INSECURE_NO_AUTH=true to accept the risk."
+        )
+    logging.getLogger(__name__).warning(
+        "serving on %s WITHOUT authentication (THREADLINE_INSECURE_NO_AUTH=true): anyone who "
+        "can reach this address can run and approve tools",
+        settings.host,
     )
 
 

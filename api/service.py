@@ -6,14 +6,16 @@ import asyncio
 import contextlib
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from langgraph.pregel import Pregel
 
 from agent.approval import parse_decision
-from agent.tasks import get_task
+from api import builtin_agent
+from api.auth.access import Access, Scope
+from api.auth.context import caller
 from api.database import Pool
 from api.errors import Conflict, Invalid, NotFound
 from api.hub import Hub
@@ -26,34 +28,12 @@ from api.store.rows import run_out
 INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def check_agent_input(value: Any) -> None:
-    """The built-in agent's input: a catalog task with valid params, or messages (422 otherwise).
-
-    Checked here so a typo is a 422 at once instead of a run that fails in its first step.
-    """
-    if value is None:
-        return
-    if not isinstance(value, dict) or not ({"task", "messages"} & value.keys()):
-        raise Invalid(
-            'The agent\'s input is {"task": {"name": ..., "params": {...}}} (GET /tasks lists '
-            'them), {"messages": [{"role": "user", "content": "..."}]}, or null to resume.'
-        )
-    task = value.get("task")
-    if task is not None:
-        if not isinstance(task, dict) or not isinstance(task.get("name"), str):
-            raise Invalid('input.task needs a "name" (GET /tasks lists them) and "params"')
-        try:
-            get_task(task["name"]).parse_params(task.get("params"))
-        except KeyError as err:
-            raise Invalid(str(err.args[0])) from None
-        except ValueError as err:
-            raise Invalid(str(err)) from None
-
-
 @dataclass
 class Service:
     runtime: Runtime
     hub: Hub
+    access: Access = field(default_factory=Access)
+    """Who may do what (``api.auth.access``); the caller comes from ``api.auth.context``."""
 
     @property
     def pool(self) -> Pool:
@@ -70,12 +50,66 @@ class Service:
 
     # -- threads -------------------------------------------------------------------------------
 
-    async def thread(self, thread_id: str) -> dict[str, Any]:
+    async def scope(self, action: str, value: dict[str, Any] | None = None) -> Scope:
+        """The caller's scope for ``threads.<action>`` (the handler may edit ``value``)."""
+        return await self.access.scope(caller(), action, value)
+
+    def actor(self) -> str:
+        """Who the audit log names for what this request does."""
+        user = caller()
+        return user.identity if user.is_authenticated else "anonymous"
+
+    async def thread(self, thread_id: str, action: str = "read") -> dict[str, Any]:
+        """The thread, if the caller may ``action`` it; another tenant's thread is not found."""
         async with self.pool.connection() as conn:
             found = await threads.get(conn, thread_id)
-        if found is None:
+        if found is None or not (await self.scope(action, {"thread_id": thread_id})).allows(found):
             raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
         return found
+
+    async def create_thread(
+        self, thread_id: str, metadata: dict[str, Any], if_exists: str
+    ) -> dict[str, Any]:
+        """A new thread owned by the caller (the auth handler may add metadata); an existing
+        id is the caller's thread with ``do_nothing``, else 409 (another tenant's too)."""
+        value: dict[str, Any] = {
+            "thread_id": thread_id,
+            "metadata": dict(metadata),
+            "if_exists": if_exists,
+        }
+        await self.scope("create", value)
+        async with self.pool.connection() as conn:
+            created = await threads.create(
+                conn, thread_id, value.get("metadata") or {}, self.access.owner_of_new(caller())
+            )
+        if created is not None:
+            return created
+        if if_exists == "do_nothing":
+            with contextlib.suppress(NotFound):
+                return await self.thread(thread_id)
+        raise Conflict(
+            f"Thread {thread_id!r} already exists. Use it, pick another id, or send "
+            '"if_exists": "do_nothing".'
+        )
+
+    async def search_threads(self, body: Any) -> list[dict[str, Any]]:
+        """``POST /threads/search`` within the caller's scope."""
+        value = {
+            "metadata": body.metadata or {},
+            "status": body.status,
+            "limit": body.limit,
+            "offset": body.offset,
+        }
+        scope = await self.scope("search", value)
+        async with self.pool.connection() as conn:
+            return await threads.search(
+                conn,
+                status=body.status,
+                metadata=value["metadata"],
+                limit=body.limit,
+                offset=body.offset,
+                scope=scope.where("t"),
+            )
 
     def thread_config(self, thread_id: str, checkpoint: dict[str, Any] | None = None) -> Any:
         return {"configurable": {"thread_id": thread_id, **(checkpoint or {})}}
@@ -98,15 +132,17 @@ class Service:
 
     # -- runs ----------------------------------------------------------------------------------
 
-    async def create_run(
-        self, thread_id: str, body: RunCreate, *, actor: str | None = None
-    ) -> dict[str, Any]:
+    async def create_run(self, thread_id: str, body: RunCreate) -> dict[str, Any]:
         """Validate, then queue the run in one transaction with the check for active runs.
 
         A resume records each answered interrupt in ``approvals`` in that transaction: a second
-        answer to the same interrupt, concurrent or later, gets 409 and queues nothing.
+        answer to the same interrupt, concurrent or later, gets 409 and queues nothing. The run
+        and its decisions are the caller's: the audit log names them, the graph sees them as
+        ``langgraph_auth_user``.
         """
         self.graph(body.assistant_id)
+        user, actor = caller(), self.actor()
+        exists = await self._visible_for_run(thread_id, body)
         kwargs = {
             "input": body.input,
             "command": body.command.model_dump(exclude_none=True) if body.command else None,
@@ -114,24 +150,32 @@ class Service:
             "stream_mode": body.modes(),
             "on_disconnect": body.on_disconnect,
         }
+        if self.access.enabled:
+            kwargs["auth_user"] = user.as_dict()
         try:
             orjson.dumps(kwargs)
         except TypeError as err:
             raise Invalid(f"the run's input must be JSON: {err}") from None
+        builtin_agent.check_private_config(body.config)
+        superseded: list[str] = []
         if body.assistant_id == BUILTIN_ASSISTANT:
-            check_agent_input(body.input)
+            superseded = await self._check_agent_run(thread_id, body, kwargs["command"])
         answers: dict[str, Any] = {}
         if body.command and body.command.resume is not None:
             answers = await self.check_resume(thread_id, body.assistant_id, body.command.resume)
         async with self.pool.connection() as conn, conn.transaction():
             active = await runs.lock_thread(conn, thread_id)
             if active is None:
-                if body.if_not_exists != "create":
+                if exists or body.if_not_exists != "create":
                     raise NotFound(
                         f"No thread {thread_id!r}. Create it with POST /threads, or send "
                         '"if_not_exists": "create".'
                     )
-                await threads.create(conn, thread_id, {})
+                value: dict[str, Any] = {"thread_id": thread_id, "metadata": {}}
+                await self.scope("create", value)
+                owner = self.access.owner_of_new(user)
+                if await threads.create(conn, thread_id, value["metadata"], owner) is None:
+                    raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.")
                 active = []
             if answers:
                 # Before the active-run check: a concurrent second answer would otherwise be told
@@ -152,9 +196,20 @@ class Service:
                 metadata=body.metadata,
                 multitask_strategy=body.multitask_strategy,
             )
+            for interrupt_id in superseded:
+                # A new message closes the pending approvals as rejected; the agent gives the
+                # model a tool message for each. Already answered (a racing resume): kept.
+                await audit.record_decision(
+                    conn,
+                    thread_id,
+                    interrupt_id,
+                    builtin_agent.supersede_answer(),
+                    run["run_id"],
+                    actor,
+                )
             for interrupt_id, answer in answers.items():
                 if not await audit.record_decision(
-                    conn, thread_id, interrupt_id, answer, run["run_id"], actor or "api"
+                    conn, thread_id, interrupt_id, answer, run["run_id"], actor
                 ):
                     raise Conflict(
                         f"Interrupt {interrupt_id} was already answered; a decision is applied "
@@ -163,6 +218,51 @@ class Service:
         # Wake this process's claim loop now rather than when the notification comes back.
         self.hub.runs_changed.set()
         return run
+
+    async def _visible_for_run(self, thread_id: str, body: RunCreate) -> bool:
+        """Whether the thread exists; 404 when it is not the caller's (a resume is an answer to
+        its approvals: reviewers may, and an approve permission binds)."""
+        try:
+            if body.command and body.command.resume is not None:
+                found = await self.thread(thread_id, "read")
+                scope = await self.access.approval_scope(caller(), {"thread_id": thread_id})
+                if not scope.allows(found):
+                    raise NotFound(f"No thread {thread_id!r}.")
+            else:
+                await self.thread(thread_id, "create_run")
+        except NotFound:
+            async with self.pool.connection() as conn:
+                if await threads.get(conn, thread_id) is not None:
+                    raise  # someone else's: not found, and never created over
+            return False
+        return True
+
+    async def _check_agent_run(
+        self, thread_id: str, body: RunCreate, command: dict[str, Any] | None
+    ) -> list[str]:
+        """The built-in agent's checks (``api.builtin_agent``); returns the pending approval
+        interrupts a new input closes."""
+        rt = self.runtime
+        builtin_agent.check_command(command)
+        builtin_agent.check_input(body.input, rt.tasks)
+        async with self.pool.connection() as conn:
+            found = await threads.get(conn, thread_id)
+        builtin_agent.check_run_policy(
+            body.config,
+            policy=rt.policy,
+            tools=rt.tools,
+            task_rules=builtin_agent.task_rules_for(
+                rt.tasks, body.input, found["values"] if found else None
+            ),
+        )
+        if body.input is None or found is None or found["status"] != "interrupted":
+            return []
+        state = await self.graph(BUILTIN_ASSISTANT).aget_state(self.thread_config(thread_id))
+        return [
+            i.id
+            for i in state.interrupts
+            if isinstance(i.value, dict) and i.value.get("type") == "approval"
+        ]
 
     @staticmethod
     async def _refuse_answered(conn: Any, thread_id: str, interrupt_ids: list[str]) -> None:
@@ -219,7 +319,8 @@ class Service:
                     raise Invalid(f"Invalid decision for interrupt {interrupt_id}: {err}") from None
         return answers
 
-    async def run(self, thread_id: str, run_id: str) -> dict[str, Any]:
+    async def run(self, thread_id: str, run_id: str, action: str = "read") -> dict[str, Any]:
+        await self.thread(thread_id, action)
         async with self.pool.connection() as conn:
             found = await runs.get(conn, thread_id, run_id)
         if found is None:
@@ -227,7 +328,7 @@ class Service:
         return found
 
     async def cancel(self, thread_id: str, run_id: str) -> dict[str, Any]:
-        current = await self.run(thread_id, run_id)
+        current = await self.run(thread_id, run_id, "update")
         async with self.pool.connection() as conn:
             cancelled = await runs.request_cancel(conn, run_id)
             if cancelled and cancelled["status"] == "interrupted":

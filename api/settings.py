@@ -56,7 +56,8 @@ class Settings(BaseSettings):
     poll_seconds: float = Field(1.0, gt=0)
     """How often idle workers look for runs when no notification wakes them."""
     max_attempts: int = Field(3, ge=1, le=100)
-    """Attempts of one run (first try plus takeovers) before it ends in error."""
+    """Attempts in a row that save no new checkpoint (their process died or their lease ran out
+    each time) before a run ends in error; an attempt that saved one starts the count again."""
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     """On SIGTERM, how long running runs get to reach a checkpoint before they are handed back."""
     max_body_bytes: int = Field(1_048_576, ge=1024)
@@ -68,12 +69,38 @@ class Settings(BaseSettings):
 
     approval_policy: dict[str, str] = Field(default_factory=dict)
     """Deployment rules, JSON: ``{"run_command": "deny", "*": "ask"}``."""
+    allow_policy_overrides: bool = False
+    """Let a run's ``config.configurable.approval_policy`` loosen the server's rules (it can
+    always tighten them). Off: a loosening run gets 403."""
+    tasks_dir: Path | None = None
+    """A directory of the operator's own task files (``agent.tasks.operator``), one JSON each."""
+    freeform_check: list[str] | None = None
+    """Acceptance check of free-text runs, JSON list (program and arguments); unset: none."""
     allowed_programs: list[str] | None = None
     """Programs ``run_command`` may start (JSON list); unset: the built-in allow-list."""
+    sandbox: Literal["auto", "bwrap", "off"] = "auto"
+    """How commands (``run_command``, acceptance checks) are confined (``agent.tools.sandbox``).
+    ``auto``: bubblewrap when it can start, else commands are refused with how to enable it;
+    ``bwrap``: the same, but start-up fails without it; ``off``: unconfined (logged as a
+    warning)."""
     max_steps: int = Field(20, ge=1)
     max_tokens: int = Field(200_000, ge=1)
     max_seconds: float = Field(600.0, gt=0)
     max_verify_attempts: int = Field(2, ge=1)
+
+    auth: Literal["none", "keys"] = "none"
+    """``keys``: built-in API keys (``threadline keys create``); ``none``: no authentication, and
+    the server binds loopback only. A ``langgraph.json`` with ``"auth"`` overrides both."""
+    insecure_no_auth: bool = False
+    """Let a server without authentication bind a non-loopback address (logged, in ``/info``)."""
+    allowed_hosts: list[str] = Field(default_factory=lambda: ["localhost", "127.0.0.1", "::1"])
+    """``Host`` names the server answers to (against DNS rebinding), JSON; ``["*"]``: any."""
+    cors_origins: list[str] = Field(default_factory=list)
+    """Browser origins besides the page's own that may call the API (CORS), JSON list."""
+    review_permission: str = "threadline:review"
+    """A permission that lets an identity read and approve threads it does not own."""
+    approve_permission: str | None = None
+    """When set, answering approvals needs this permission, owners included."""
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 

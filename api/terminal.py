@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -123,8 +124,14 @@ class ServerBackend:
 
 
 def client_for(url: str) -> httpx.AsyncClient:
-    """A client for a threadline server; reads wait as long as a stream runs."""
-    return httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(10.0, read=None))
+    """A client for a threadline server; reads wait as long as a stream runs. It sends
+    ``THREADLINE_API_KEY`` as ``x-api-key`` when that is set (a server with keys needs one)."""
+    key = os.environ.get("THREADLINE_API_KEY")
+    return httpx.AsyncClient(
+        base_url=url,
+        timeout=httpx.Timeout(10.0, read=None),
+        headers={"x-api-key": key} if key else None,
+    )
 
 
 async def find_server(url: str) -> httpx.AsyncClient | None:

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Query
 
 from api.deps import ServiceDep
-from api.errors import Conflict
-from api.schemas import ApprovalBody, CommandBody, Run, RunCreate
+from api.errors import Conflict, responses
+from api.schemas import ApprovalBody, AuditEntry, CommandBody, Run, RunCreate
+from api.validation import MAX_OFFSET, CheckedRoute, ThreadId
 
-router = APIRouter(tags=["approvals"])
+router = APIRouter(tags=["approvals"], route_class=CheckedRoute)
 
 
-@router.post("/threads/{thread_id}/approvals", response_model=Run)
+@router.post(
+    "/threads/{thread_id}/approvals",
+    response_model=Run,
+    responses=responses(403, 404, 409, 413, 422),
+)
 async def decide(
-    thread_id: str,
+    thread_id: ThreadId,
     body: ApprovalBody,
     svc: ServiceDep,
-    actor: str | None = Header(None, alias="X-Actor"),
 ) -> Any:
     """Answer one approval request; starts (and returns) the run that resumes the thread."""
     answer: dict[str, Any] = {"decision": body.decision}
@@ -40,15 +44,18 @@ async def decide(
         command=CommandBody(resume={body.interrupt_id: answer}),
         stream_mode=body.stream_mode,
     )
-    return await svc.create_run(thread_id, run, actor=actor or "api:approvals")
+    return await svc.create_run(thread_id, run)
 
 
-@router.get("/threads/{thread_id}/audit")
+@router.get(
+    "/threads/{thread_id}/audit",
+    responses={200: {"model": list[AuditEntry]}, **responses(404, 422)},
+)
 async def audit(
-    thread_id: str,
+    thread_id: ThreadId,
     svc: ServiceDep,
     limit: int = Query(500, ge=1, le=5000),
-    after_id: int = Query(0, ge=0),
+    after_id: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> Any:
     """Every tool execution and every decision on the thread, oldest first."""
     await svc.thread(thread_id)

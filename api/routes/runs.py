@@ -10,11 +10,63 @@ from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
 from api.deps import ServiceDep
-from api.errors import ApiError, Invalid
-from api.schemas import SUPPORTED_MODES, Run, RunCreate
+from api.errors import ApiError, Invalid, NotFound, responses
+from api.schemas import SUPPORTED_MODES, Run, RunCreate, RunStatus
 from api.sse import parse_last_event_id, run_events, sse_response
+from api.validation import (
+    MAX_INT,
+    CheckedRoute,
+    Limit,
+    Offset,
+    RunId,
+    ThreadId,
+    check_state_writes,
+)
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=CheckedRoute)
+
+EVENT_ID = r"^(-1|[0-9]{0,18})$"
+"""An event's sequence number (``-1``: from the start); checked by ``parse_last_event_id``."""
+CREATE_ERRORS = responses(403, 404, 409, 413, 422)
+"""A run is refused when its thread is unknown (404) or busy (409), its body malformed (422) or
+too large (413), or its approval rules would loosen the server's (403)."""
+SSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-Sent Events: `metadata` first, then the run's events, then `end`.",
+        "content": {
+            "text/event-stream": {
+                "itemSchema": {
+                    "type": "object",
+                    "description": "One event: `id` is its number in the run, `data` JSON.",
+                    "properties": {
+                        "event": {"type": "string"},
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                        "id": {"type": "string"},
+                        "retry": {"type": "integer", "minimum": 0},
+                    },
+                    "required": ["event", "data"],
+                }
+            }
+        },
+    }
+}
+
+
+async def _create(svc: ServiceDep, thread_id: str, body: RunCreate) -> dict[str, Any]:
+    """Queue the run, once its input and ``command.update`` are values its graph's state can
+    take (a stored value it cannot would break every later read of the thread)."""
+    graph = svc.graph(body.assistant_id)
+
+    async def current() -> Any:
+        try:
+            return (await svc.state(thread_id, body.assistant_id)).values
+        except NotFound:
+            return {}
+
+    await check_state_writes(graph, body.input, "input", current)
+    if body.command is not None:
+        await check_state_writes(graph, body.command.update, "command.update", current)
+    return await svc.create_run(thread_id, body)
 
 
 def _links(thread_id: str, run_id: str) -> dict[str, str]:
@@ -22,18 +74,22 @@ def _links(thread_id: str, run_id: str) -> dict[str, str]:
     return {"Location": stream, "Content-Location": f"/threads/{thread_id}/runs/{run_id}"}
 
 
-@router.post("/threads/{thread_id}/runs", response_model=Run)
-async def create_run(thread_id: str, body: RunCreate, svc: ServiceDep) -> Any:
+@router.post("/threads/{thread_id}/runs", response_model=Run, responses=CREATE_ERRORS)
+async def create_run(thread_id: ThreadId, body: RunCreate, svc: ServiceDep) -> Any:
     """Queue a background run; workers execute it."""
-    return await svc.create_run(thread_id, body)
+    return await _create(svc, thread_id, body)
 
 
-@router.post("/threads/{thread_id}/runs/stream", response_class=EventSourceResponse)
+@router.post(
+    "/threads/{thread_id}/runs/stream",
+    response_class=EventSourceResponse,
+    responses={**SSE, **CREATE_ERRORS},
+)
 async def create_and_stream(
-    thread_id: str, body: RunCreate, svc: ServiceDep, request: Request
+    thread_id: ThreadId, body: RunCreate, svc: ServiceDep, request: Request
 ) -> EventSourceResponse:
     """Queue a run and stream its events (SSE); ``Location`` names the join-stream URL."""
-    run = await svc.create_run(thread_id, body)
+    run = await _create(svc, thread_id, body)
     stream = run_events(svc.pool, svc.hub, run["run_id"], after=0, modes=body.modes())
     if body.on_disconnect == "cancel":
         stream = _cancel_on_disconnect(svc, thread_id, run["run_id"], stream, request)
@@ -57,21 +113,21 @@ async def _cancel_on_disconnect(
                 await svc.cancel(thread_id, run_id)  # ApiError: finished meanwhile
 
 
-@router.post("/threads/{thread_id}/runs/wait")
-async def create_and_wait(thread_id: str, body: RunCreate, svc: ServiceDep) -> Any:
+@router.post("/threads/{thread_id}/runs/wait", responses=CREATE_ERRORS)
+async def create_and_wait(thread_id: ThreadId, body: RunCreate, svc: ServiceDep) -> Any:
     """Queue a run and return the thread's values once it ends."""
-    run = await svc.create_run(thread_id, body)
+    run = await _create(svc, thread_id, body)
     await svc.wait_for_end(run["run_id"])
     return await svc.final_values(thread_id, run)
 
 
-@router.get("/threads/{thread_id}/runs", response_model=list[Run])
+@router.get("/threads/{thread_id}/runs", response_model=list[Run], responses=responses(404, 422))
 async def list_runs(
-    thread_id: str,
+    thread_id: ThreadId,
     svc: ServiceDep,
-    limit: int = Query(10, ge=1, le=1000),
-    offset: int = Query(0, ge=0),
-    status: str | None = None,
+    limit: Limit = 10,
+    offset: Offset = 0,
+    status: RunStatus | None = None,
 ) -> Any:
     """The thread's runs, newest first."""
     from api.store import runs
@@ -83,29 +139,45 @@ async def list_runs(
         )
 
 
-@router.get("/threads/{thread_id}/runs/{run_id}", response_model=Run)
-async def get_run(thread_id: str, run_id: str, svc: ServiceDep) -> Any:
+@router.get("/threads/{thread_id}/runs/{run_id}", response_model=Run, responses=responses(404, 422))
+async def get_run(thread_id: ThreadId, run_id: RunId, svc: ServiceDep) -> Any:
     """One run."""
     return await svc.run(thread_id, run_id)
 
 
-@router.get("/threads/{thread_id}/runs/{run_id}/join")
-async def join_run(thread_id: str, run_id: str, svc: ServiceDep) -> Any:
+@router.get("/threads/{thread_id}/runs/{run_id}/join", responses=responses(404, 422))
+async def join_run(thread_id: ThreadId, run_id: RunId, svc: ServiceDep) -> Any:
     """Wait for a run to end; returns the thread's values."""
     run = await svc.run(thread_id, run_id)
     await svc.wait_for_end(run_id)
     return await svc.final_values(thread_id, run)
 
 
-@router.get("/threads/{thread_id}/runs/{run_id}/stream", response_class=EventSourceResponse)
+@router.get(
+    "/threads/{thread_id}/runs/{run_id}/stream",
+    response_class=EventSourceResponse,
+    responses={**SSE, **responses(404, 422)},
+)
 async def join_stream(
-    thread_id: str,
-    run_id: str,
+    thread_id: ThreadId,
+    run_id: RunId,
     svc: ServiceDep,
     request: Request,
-    last_event_id: str | None = Header(None, alias="Last-Event-ID"),
-    last_event_id_query: str | None = Query(None, alias="last_event_id"),
-    stream_mode: list[str] | None = Query(None),
+    last_event_id: str | None = Header(
+        None, alias="Last-Event-ID", json_schema_extra={"pattern": EVENT_ID}
+    ),
+    last_event_id_query: str | None = Query(
+        None, alias="last_event_id", json_schema_extra={"pattern": EVENT_ID}
+    ),
+    stream_mode: list[str] | None = Query(
+        None,
+        json_schema_extra={
+            "anyOf": [
+                {"type": "array", "items": {"enum": [*SUPPORTED_MODES, ""]}},
+                {"type": "null"},
+            ]
+        },
+    ),
     cancel_on_disconnect: bool = Query(False),
 ) -> EventSourceResponse:
     """Join a run's stream: replays what came after ``Last-Event-ID`` (``-1``: all), then live.
@@ -122,6 +194,7 @@ async def join_stream(
         raise Invalid(f"stream_mode {unknown} is not supported; use {', '.join(SUPPORTED_MODES)}")
     run = await svc.run(thread_id, run_id)
     after = parse_last_event_id(last_event_id if last_event_id is not None else last_event_id_query)
+    after = min(after, MAX_INT)  # past any event there is (sequence numbers are bigints)
     modes = requested or run["kwargs"].get("stream_mode") or ["values"]
     stream = run_events(svc.pool, svc.hub, run_id, after=after, modes=modes)
     if cancel_on_disconnect:
@@ -129,7 +202,12 @@ async def join_stream(
     return sse_response(stream, headers=_links(thread_id, run_id))
 
 
-@router.post("/threads/{thread_id}/runs/{run_id}/cancel", response_model=Run, status_code=202)
-async def cancel_run(thread_id: str, run_id: str, svc: ServiceDep) -> Any:
+@router.post(
+    "/threads/{thread_id}/runs/{run_id}/cancel",
+    response_model=Run,
+    status_code=202,
+    responses=responses(404, 409, 422),
+)
+async def cancel_run(thread_id: ThreadId, run_id: RunId, svc: ServiceDep) -> Any:
     """Cancel a pending or running run (409 when it already finished)."""
     return await svc.cancel(thread_id, run_id)

@@ -8,11 +8,14 @@ from typing import Any
 from fastapi import APIRouter
 
 from api.deps import ServiceDep
+from api.errors import responses
+from api.schemas import Assistant, Health, Info
+from api.validation import AssistantId, CheckedRoute
 
-router = APIRouter(tags=["system"])
+router = APIRouter(tags=["system"], route_class=CheckedRoute)
 
 
-@router.get("/ok")
+@router.get("/ok", response_model=Health)
 async def ok(svc: ServiceDep) -> Any:
     """Liveness: the database answers."""
     async with svc.pool.connection() as conn:
@@ -20,7 +23,7 @@ async def ok(svc: ServiceDep) -> Any:
     return {"ok": True}
 
 
-@router.get("/info")
+@router.get("/info", responses={200: {"model": Info}})
 async def info(svc: ServiceDep) -> Any:
     """Version, model in use, database mode, assistants."""
     rt = svc.runtime
@@ -30,10 +33,25 @@ async def info(svc: ServiceDep) -> Any:
         "database": rt.database.mode,
         "assistants": sorted(rt.graphs),
         "langgraph": version("langgraph"),
+        # How commands run: "bwrap" (confined), "off" (unconfined, THREADLINE_SANDBOX=off) or
+        # "unavailable" (refused; the start-up log says how to enable a sandbox).
+        "sandbox": rt.sandbox.status,
+        "auth": svc.access.mode,
+        "authentication": (
+            "no authentication" if not svc.access.enabled else f"required ({svc.access.mode})"
+        ),
+        "insecure_no_auth": rt.settings.insecure_no_auth and not svc.access.enabled,
+        # The deployment's rule for each tool before any task's own rules; a run may only
+        # tighten these (unless overrides are allowed).
+        "approval_policy": {
+            "rules": dict(rt.policy.rules),
+            "effective": rt.policy.effective((t.name, t.read_only) for t in rt.tools.values()),
+            "run_overrides": "allowed" if rt.policy.allow_overrides else "tighten only",
+        },
     }
 
 
-@router.post("/assistants/search")
+@router.post("/assistants/search", response_model=list[Assistant])
 async def search_assistants(svc: ServiceDep) -> Any:
     """The served graphs, as assistants (one per graph, id = graph id)."""
     return [
@@ -42,8 +60,8 @@ async def search_assistants(svc: ServiceDep) -> Any:
     ]
 
 
-@router.get("/assistants/{assistant_id}")
-async def get_assistant(assistant_id: str, svc: ServiceDep) -> Any:
+@router.get("/assistants/{assistant_id}", response_model=Assistant, responses=responses(404, 422))
+async def get_assistant(assistant_id: AssistantId, svc: ServiceDep) -> Any:
     """One served graph, as an assistant."""
     svc.graph(assistant_id)
     return {
@@ -56,8 +74,7 @@ async def get_assistant(assistant_id: str, svc: ServiceDep) -> Any:
 
 
 @router.get("/tasks")
-async def list_tasks() -> Any:
-    """The demo tasks the built-in agent ships with, and their parameters."""
-    from agent.tasks import CATALOG
-
-    return [task.describe() for task in CATALOG.values()]
+async def list_tasks(svc: ServiceDep) -> Any:
+    """The tasks the built-in agent can be given (shipped and the operator's), and their
+    parameters."""
+    return svc.runtime.tasks.describe()

@@ -8,17 +8,28 @@ import uuid
 from typing import Any, cast
 
 from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
 from langgraph.types import StateSnapshot
 
 from api.compaction import ThreadBusy, compact_thread
 from api.deps import ServiceDep
-from api.errors import Conflict, NotFound
-from api.schemas import HistoryQuery, Thread, ThreadCreate, ThreadPatch, ThreadPrune, ThreadSearch
+from api.errors import Conflict, Invalid, NotFound, responses
+from api.schemas import (
+    CheckpointRef,
+    HistoryQuery,
+    PruneResult,
+    Thread,
+    ThreadCreate,
+    ThreadPatch,
+    ThreadPrune,
+    ThreadSearch,
+    ThreadSelected,
+    ThreadState,
+)
 from api.serde import to_jsonable
 from api.store import threads
+from api.validation import CheckedRoute, ThreadId
 
-router = APIRouter(tags=["threads"])
+router = APIRouter(tags=["threads"], route_class=CheckedRoute)
 
 
 def _checkpoint(config: Any) -> dict[str, Any] | None:
@@ -58,36 +69,30 @@ def state_out(snap: StateSnapshot) -> dict[str, Any]:
     }
 
 
-@router.post("/threads", response_model=Thread)
+@router.post("/threads", response_model=Thread, responses=responses(409, 413, 422))
 async def create_thread(body: ThreadCreate, svc: ServiceDep) -> Any:
     """Create a thread (a new id unless ``thread_id`` is given)."""
     thread_id = body.thread_id or str(uuid.uuid4())
-    async with svc.pool.connection() as conn:
-        created = await threads.create(conn, thread_id, body.metadata)
-        if created is None:
-            if body.if_exists == "do_nothing":
-                return await threads.get(conn, thread_id)
-            raise Conflict(
-                f"Thread {thread_id!r} already exists. Use it, pick another id, or send "
-                '"if_exists": "do_nothing".'
-            )
-    return created
+    return await svc.create_thread(thread_id, body.metadata, body.if_exists)
 
 
-@router.post("/threads/search", response_model=list[Thread])
+@router.post(
+    "/threads/search",
+    response_model=list[ThreadSelected],
+    response_model_exclude_unset=True,
+    responses=responses(413, 422),
+)
 async def search_threads(body: ThreadSearch, svc: ServiceDep) -> Any:
-    """Threads newest first, filtered by status and metadata; ``select`` names the fields."""
-    async with svc.pool.connection() as conn:
-        found = await threads.search(
-            conn, status=body.status, metadata=body.metadata, limit=body.limit, offset=body.offset
-        )
+    """Threads newest first, filtered by status and metadata; ``select`` names the fields
+    (each thread then has only those; without it, every field of ``Thread``)."""
+    found = await svc.search_threads(body)
     if not body.select:
         return found
     fields = list(dict.fromkeys(body.select))
-    return JSONResponse([{k: to_jsonable(t[k]) for k in fields} for t in found])
+    return [{k: t[k] for k in fields} for t in found]
 
 
-@router.post("/threads/prune")
+@router.post("/threads/prune", response_model=PruneResult, responses=responses(404, 409, 413, 422))
 async def prune_threads(body: ThreadPrune, svc: ServiceDep) -> dict[str, int]:
     """``delete``: delete the threads, as ``DELETE /threads/{id}`` does. ``keep_latest``: keep
     each thread and its current state, drop its older checkpoints (history starts again at the
@@ -96,7 +101,7 @@ async def prune_threads(body: ThreadPrune, svc: ServiceDep) -> dict[str, int]:
     found = []
     for thread_id in dict.fromkeys(body.thread_ids):
         with contextlib.suppress(NotFound):
-            found.append(await svc.thread(thread_id))
+            found.append(await svc.thread(thread_id, "delete"))
     busy = [t["thread_id"] for t in found if t["status"] == "busy"]
     if busy:
         raise Conflict(
@@ -123,26 +128,34 @@ async def prune_threads(body: ThreadPrune, svc: ServiceDep) -> dict[str, int]:
     return {"pruned_count": pruned}
 
 
-@router.get("/threads/{thread_id}", response_model=Thread)
-async def get_thread(thread_id: str, svc: ServiceDep) -> Any:
+@router.get("/threads/{thread_id}", response_model=Thread, responses=responses(404, 422))
+async def get_thread(thread_id: ThreadId, svc: ServiceDep) -> Any:
     """One thread, with its status and latest run."""
     return await svc.thread(thread_id)
 
 
-@router.patch("/threads/{thread_id}", response_model=Thread)
-async def patch_thread(thread_id: str, body: ThreadPatch, svc: ServiceDep) -> Any:
-    """Merge metadata into the thread's."""
+@router.patch("/threads/{thread_id}", response_model=Thread, responses=responses(404, 413, 422))
+async def patch_thread(thread_id: ThreadId, body: ThreadPatch, svc: ServiceDep) -> Any:
+    """Merge metadata into the thread's (top-level keys replace); the merged metadata has the
+    same limits as any."""
+    await svc.thread(thread_id, "update")
     async with svc.pool.connection() as conn:
-        found = await threads.patch(conn, thread_id, body.metadata)
+        try:
+            found = await threads.patch(conn, thread_id, body.metadata)
+        except ValueError as err:
+            raise Invalid(
+                f"Invalid request: metadata: merged into the thread's, {err}. "
+                "Send smaller values for its keys."
+            ) from None
     if found is None:
         raise NotFound(f"No thread {thread_id!r}.")
     return found
 
 
-@router.delete("/threads/{thread_id}", status_code=204)
-async def delete_thread(thread_id: str, svc: ServiceDep) -> Response:
+@router.delete("/threads/{thread_id}", status_code=204, responses=responses(404, 409, 422))
+async def delete_thread(thread_id: ThreadId, svc: ServiceDep) -> Response:
     """Delete a thread, its runs, events, checkpoints and workspace (409 while a run is active)."""
-    thread = await svc.thread(thread_id)
+    thread = await svc.thread(thread_id, "delete")
     if thread["status"] == "busy":
         raise Conflict(f"Thread {thread_id!r} has an active run; cancel it first.")
     await _delete(svc, thread_id)
@@ -159,20 +172,26 @@ async def _delete(svc: Any, thread_id: str) -> None:
         shutil.rmtree(workspace_dir(svc.runtime.settings.data_dir, thread_id), ignore_errors=True)
 
 
-@router.get("/threads/{thread_id}/state")
-async def get_state(thread_id: str, svc: ServiceDep) -> Any:
+@router.get(
+    "/threads/{thread_id}/state",
+    responses={200: {"model": ThreadState}, **responses(404, 422)},
+)
+async def get_state(thread_id: ThreadId, svc: ServiceDep) -> Any:
     """The current state: values, ``next``, tasks and pending interrupts."""
     return state_out(await svc.state(thread_id))
 
 
-@router.post("/threads/{thread_id}/history")
-async def get_history(thread_id: str, body: HistoryQuery, svc: ServiceDep) -> Any:
+@router.post(
+    "/threads/{thread_id}/history",
+    responses={200: {"model": list[ThreadState]}, **responses(404, 413, 422)},
+)
+async def get_history(thread_id: ThreadId, body: HistoryQuery, svc: ServiceDep) -> Any:
     """Checkpoints, newest first."""
     await svc.thread(thread_id)
     graph = svc.graph(await svc._assistant_of(thread_id))
     before = None
-    if isinstance(body.before, dict):
-        before = {"configurable": body.before}
+    if isinstance(body.before, CheckpointRef):
+        before = {"configurable": body.before.model_dump(exclude_none=True)}
     elif isinstance(body.before, str):
         before = {"configurable": {"thread_id": thread_id, "checkpoint_id": body.before}}
     out = []

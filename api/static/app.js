@@ -70,16 +70,70 @@ function detailOf(data) {
   return d ? JSON.stringify(d) : "";
 }
 
+// ---------------------------------------------------------------------------------------------
+// the API key, when the server needs one (THREADLINE_AUTH=keys, or a custom auth module)
+
+const KEY_STORE = "threadline_key";
+
+/** Keep the key for this tab's session; a cookie carries it on EventSource requests too (they
+ * cannot set headers). SameSite=Strict: no other site's page sends it. */
+function rememberKey(key) {
+  sessionStorage.setItem(KEY_STORE, key);
+  document.cookie = `${KEY_STORE}=${encodeURIComponent(key)}; path=/; SameSite=Strict`;
+}
+
+function forgetKey() {
+  sessionStorage.removeItem(KEY_STORE);
+  document.cookie = `${KEY_STORE}=; path=/; SameSite=Strict; max-age=0`;
+}
+
+const storedKey = sessionStorage.getItem(KEY_STORE);
+if (storedKey) rememberKey(storedKey);
+else forgetKey();
+
+let asking = null;
+
+/** Show the key dialog once, however many requests are waiting for it. */
+function askForKey(message) {
+  if (!asking) {
+    asking = new Promise((resolve) => {
+      const dialog = $("#key-dialog");
+      $("#key-error").textContent = message || "";
+      $("#key-form").onsubmit = (ev) => {
+        ev.preventDefault();
+        const key = $("#key-input").value.trim();
+        if (!key) return;
+        rememberKey(key);
+        dialog.close();
+        asking = null;
+        resolve();
+      };
+      dialog.showModal();
+      $("#key-input").focus();
+    });
+  }
+  return asking;
+}
+
 async function api(path, { method = "GET", body } = {}) {
   let res;
-  try {
-    res = await fetch(path, {
-      method,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  } catch (err) {
-    throw new ApiError(`the server is unreachable (${err.message})`, 0, null);
+  // A 401 asks for a key (once for every waiting request) and tries again, until one works.
+  for (;;) {
+    const key = sessionStorage.getItem(KEY_STORE);
+    const headers = body === undefined ? {} : { "content-type": "application/json" };
+    if (key) headers["x-api-key"] = key;
+    try {
+      res = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new ApiError(`the server is unreachable (${err.message})`, 0, null);
+    }
+    if (res.status !== 401) break;
+    if (key && key === sessionStorage.getItem(KEY_STORE)) forgetKey();
+    await askForKey(key ? "That key was refused; check it and try again." : "");
   }
   const text = await res.text();
   let data = null;

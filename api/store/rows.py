@@ -39,4 +39,5 @@ def thread_out(row: dict[str, Any]) -> dict[str, Any]:
         "values": row.get("state_values"),
         "interrupts": row.get("interrupts") or {},
         "last_run": row.get("last_run"),
+        "owner": row.get("owner"),
     }

@@ -8,6 +8,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from api.store.rows import thread_out
+from api.validation import check_metadata
 
 LAST_RUN = """
     (SELECT jsonb_build_object('run_id', r.run_id, 'status', r.status, 'attempt', r.attempt,
@@ -18,13 +19,17 @@ LAST_RUN = """
 
 
 async def create(
-    conn: AsyncConnection[Any], thread_id: str, metadata: dict[str, Any]
+    conn: AsyncConnection[Any],
+    thread_id: str,
+    metadata: dict[str, Any],
+    owner: str | None = None,
 ) -> dict[str, Any] | None:
-    """Insert a thread; None when it already exists."""
+    """Insert a thread (owned by ``owner``: None without authentication); None when it already
+    exists."""
     cur = await conn.execute(
-        "INSERT INTO threads (thread_id, metadata) VALUES (%s, %s)"
+        "INSERT INTO threads (thread_id, metadata, owner) VALUES (%s, %s, %s)"
         " ON CONFLICT (thread_id) DO NOTHING RETURNING *",
-        (thread_id, Jsonb(metadata)),
+        (thread_id, Jsonb(metadata), owner),
     )
     row = await cur.fetchone()
     return thread_out(row) if row else None
@@ -41,12 +46,23 @@ async def get(conn: AsyncConnection[Any], thread_id: str) -> dict[str, Any] | No
 async def patch(
     conn: AsyncConnection[Any], thread_id: str, metadata: dict[str, Any]
 ) -> dict[str, Any] | None:
-    cur = await conn.execute(
-        "UPDATE threads SET metadata = metadata || %s, updated_at = now()"
-        " WHERE thread_id = %s RETURNING *",
-        (Jsonb(metadata), thread_id),
-    )
-    row = await cur.fetchone()
+    """Merge ``metadata`` into the thread's (top-level keys replace); None when there is no such
+    thread. Raises ValueError, and changes nothing, when the merged metadata would be over the
+    limits (``api.validation.check_metadata``)."""
+    async with conn.transaction():
+        cur = await conn.execute(
+            "SELECT metadata FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,)
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        merged = {**(row["metadata"] or {}), **metadata}
+        check_metadata(merged)
+        cur = await conn.execute(
+            "UPDATE threads SET metadata = %s, updated_at = now() WHERE thread_id = %s RETURNING *",
+            (Jsonb(merged), thread_id),
+        )
+        row = await cur.fetchone()
     return thread_out(row) if row else None
 
 
@@ -62,14 +78,17 @@ async def search(
     metadata: dict[str, Any] | None,
     limit: int,
     offset: int,
+    scope: tuple[str, list[Any]] = ("TRUE", []),
 ) -> list[dict[str, Any]]:
-    """Newest first, filtered by status and metadata containment."""
+    """Newest first, filtered by status and metadata containment, within the caller's ``scope``
+    (a condition over ``t`` and its parameters: ``api.auth.access.Scope.where``)."""
+    where, params = scope
     cur = await conn.execute(
         f"SELECT t.*, {LAST_RUN} FROM threads t"
-        " WHERE (%(status)s::text IS NULL OR t.status = %(status)s)"
-        "   AND t.metadata @> %(metadata)s"
-        " ORDER BY t.created_at DESC, t.thread_id LIMIT %(limit)s OFFSET %(offset)s",
-        {"status": status, "metadata": Jsonb(metadata or {}), "limit": limit, "offset": offset},
+        " WHERE (%s::text IS NULL OR t.status = %s) AND t.metadata @> %s"
+        f" AND ({where})"
+        " ORDER BY t.created_at DESC, t.thread_id LIMIT %s OFFSET %s",
+        (status, status, Jsonb(metadata or {}), *params, limit, offset),
     )
     return [thread_out(r) for r in await cur.fetchall()]
 

@@ -360,14 +360,19 @@ def test_server_killed_mid_run_page_reconnects_without_duplicates(
 
 def test_died_thread_is_resumed_with_the_button(crash_page: Page, server: ServerProcess) -> None:
     page = crash_page
-    """Kill the server mid-run, restart it allowing one attempt: the takeover ends the run in
-    error (attempts exhausted), the page says "died — resumable", and its button resumes it."""
+    """Kill the server mid-run, restart it allowing one attempt without progress and kill the
+    takeover before it saves anything (it runs the 1.5 s call again): the next takeover ends the
+    run in error (attempts exhausted), the page says "died — resumable", and its button resumes
+    it."""
     thread_id = start_task(page, "counter", n="3", delay="1.5")
     expect(page.locator(".ev-tool")).to_have_count(1, timeout=15_000)
     server.kill()
     expect(page.locator("#conn")).to_have_attribute("data-state", "reconnecting", timeout=10_000)
 
     server.env["THREADLINE_MAX_ATTEMPTS"] = "1"
+    server.start()
+    expect(page.locator("#c-attempt")).to_have_text("2", timeout=30_000)
+    server.kill()
     server.start()
     first = page.locator(".run").nth(0)
     expect(first.locator(".ev-end")).to_have_attribute("data-status", "error", timeout=30_000)
@@ -434,3 +439,63 @@ def test_cancel_free_text_and_narrow_window(browser: Browser, shared_server: Ser
         expect(page.locator(".ev-end")).to_have_attribute("data-status", "success", timeout=15_000)
         expect(page.locator(".ev-step").first).to_contain_text("OPENAI_API_KEY")
         expect(page.locator(".run")).to_contain_text("Summarize the README")
+
+
+def test_the_page_asks_for_a_key_and_streams_with_it(
+    browser: Browser, database_url: str, tmp_path: Path
+) -> None:
+    """With THREADLINE_AUTH=keys the page asks for a key, keeps it for the tab's session, and
+    its EventSource streams carry it (a cookie: EventSource cannot set headers)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import scrubbed_environ
+
+    srv = make_server(database_url, tmp_path, "keys")
+    srv.env["THREADLINE_AUTH"] = "keys"
+    env = {
+        **scrubbed_environ(),
+        "DATABASE_URL": database_url,
+        "THREADLINE_DATA_DIR": str(srv.data_dir),
+    }
+    with running(srv):
+        made = subprocess.run(
+            [sys.executable, "-m", "api.cli", "keys", "create", "--identity", "ada"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        key = made.stdout.strip().splitlines()[-1]
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.add_init_script(RECORD_CONNECTION)
+        pg = context.new_page()
+        errors: list[str] = []
+        pg.on("pageerror", lambda err: errors.append(str(err)))
+        try:
+            pg.goto(srv.url + "/")
+            dialog = pg.locator("#key-dialog")
+            expect(dialog).to_be_visible()
+            pg.locator("#key-input").fill("tl_0000_wrong")
+            pg.locator("#key-submit").click()
+            expect(dialog).to_be_visible()  # refused: asked again, saying so
+            expect(pg.locator("#key-error")).to_contain_text("refused")
+            pg.locator("#key-input").fill(key)
+            pg.locator("#key-submit").click()
+            expect(dialog).to_be_hidden()
+            expect(pg.locator("#model")).to_contain_text("offline")
+            thread_id = start_task(pg, "counter", n="2", delay="0")
+            end = pg.locator(".ev-end")
+            expect(end).to_have_attribute("data-status", "success", timeout=20_000)
+            expect(pg.locator(".ev-tool[data-state=ok]")).to_have_count(2)
+            # A reload keeps the key for this tab: no question, the stored run replays.
+            pg.reload()
+            expect(pg.locator(f'#threads li[data-thread-id="{thread_id}"]')).to_be_visible()
+            expect(dialog).to_be_hidden()
+            shot(pg, "keys-counter")
+        finally:
+            context.close()
+        assert not errors, f"JavaScript errors on the page: {errors}"
+        # Without the key the API refuses: the page's access came from the key alone.
+        assert httpx.get(srv.url + "/info").status_code == 401

@@ -1,0 +1,43 @@
+"""LangChain's JavaScript SDK drives a real server: ``tests/js/sdk.test.mjs`` under Node's own
+test runner, with ``@langchain/langgraph-sdk`` pinned in ``tests/js/package-lock.json``.
+
+Skipped only where Node or npm is missing (Node 20 is on CI's machine)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from eval.harness import ServerProcess
+
+JS = Path(__file__).parents[1] / "js"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None, reason="needs node and npm"
+)
+
+
+def npm_ci() -> None:
+    """Install the pinned SDK once (``npm ci`` from the lock file) when it is not there."""
+    if (JS / "node_modules" / "@langchain" / "langgraph-sdk").is_dir():
+        return
+    subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=JS, check=True, timeout=300)
+
+
+def test_the_js_sdk_drives_the_api(server: ServerProcess) -> None:
+    npm_ci()
+    env = {**os.environ, "THREADLINE_URL": server.url}
+    out = subprocess.run(
+        ["node", "--test", "--test-reporter=spec", "sdk.test.mjs"],
+        cwd=JS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    assert "fail 0" in out.stdout, out.stdout[-3000:]

@@ -1,0 +1,107 @@
+// LangChain's JavaScript SDK (@langchain/langgraph-sdk, pinned in package.json) against a real
+// threadline server at THREADLINE_URL: threads, streams in every mode useStream asks for,
+// joinStream with lastEventId, and the approval flow. tests/api/test_js_sdk.py starts the server
+// and runs this file with `node --test`.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Client } from "@langchain/langgraph-sdk";
+
+const apiUrl = process.env.THREADLINE_URL;
+assert.ok(apiUrl, "THREADLINE_URL names the server under test");
+const client = new Client({ apiUrl, defaultHeaders: process.env.THREADLINE_API_KEY ? { "x-api-key": process.env.THREADLINE_API_KEY } : {} });
+const COUNTER = { task: { name: "counter", params: { n: 3, delay: 0 } } };
+const GREET = { task: { name: "greet", params: { name: "Ada" } } };
+
+async function collect(stream) {
+  const parts = [];
+  for await (const part of stream) parts.push(part);
+  return parts;
+}
+
+test("threads: create, get, search, update, delete", async () => {
+  const thread = await client.threads.create({ metadata: { suite: "js" } });
+  assert.match(thread.thread_id, /^[0-9a-f-]{36}$/);
+  const got = await client.threads.get(thread.thread_id);
+  assert.equal(got.thread_id, thread.thread_id);
+  assert.equal(got.status, "idle");
+  const found = await client.threads.search({ metadata: { suite: "js" }, limit: 100 });
+  assert.ok(found.some((t) => t.thread_id === thread.thread_id));
+  const patched = await client.threads.update(thread.thread_id, { metadata: { tag: "x" } });
+  assert.equal(patched.metadata.tag, "x");
+  await client.threads.delete(thread.thread_id);
+  await assert.rejects(client.threads.get(thread.thread_id), (err) => err.status === 404);
+});
+
+test("a stream in values, updates, custom and messages-tuple modes ends with the run's end", async () => {
+  const thread = await client.threads.create();
+  let runId = null;
+  const parts = await collect(
+    client.runs.stream(thread.thread_id, "agent", {
+      input: COUNTER,
+      streamMode: ["values", "updates", "custom", "messages-tuple"],
+      onRunCreated: (meta) => {
+        runId = meta.run_id;
+      },
+    }),
+  );
+  const events = parts.map((p) => p.event);
+  assert.equal(events[0], "metadata");
+  for (const mode of ["values", "updates", "custom"]) assert.ok(events.includes(mode), `${mode} in ${events}`);
+  assert.ok(events.some((e) => e.startsWith("messages")), `a messages event in ${events}`);
+  assert.equal(parts.at(-1).event, "end");
+  assert.equal(parts.at(-1).data.status, "success");
+  assert.ok(runId, "onRunCreated saw the run id (Content-Location)");
+  const updates = parts.filter((p) => p.event === "updates").map((p) => Object.keys(p.data)[0]);
+  assert.deepEqual([...new Set(updates)].sort(), ["agent", "tools", "verify"]);
+  const custom = parts.filter((p) => p.event === "custom").map((p) => p.data.type);
+  assert.ok(custom.includes("tool_finished"));
+  const state = await client.threads.getState(thread.thread_id);
+  assert.equal(state.values.status, "verified");
+  const history = await client.threads.getHistory(thread.thread_id, { limit: 50 });
+  assert.ok(history.length > 3);
+
+  // joinStream with lastEventId "-1" replays the whole run, the same events once each.
+  const replay = await collect(client.runs.joinStream(thread.thread_id, runId, { lastEventId: "-1" }));
+  const live = parts.filter((p) => ["updates", "custom"].includes(p.event));
+  const again = replay.filter((p) => ["updates", "custom"].includes(p.event));
+  assert.deepEqual(again.map((p) => p.data), live.map((p) => p.data));
+  assert.equal(replay.at(-1).event, "end");
+  // ... and from the middle, only what came after.
+  const all = await collect(client.runs.joinStream(thread.thread_id, runId, { lastEventId: "3" }));
+  assert.ok(all.length < replay.length && all.length > 0);
+  const runs = await client.runs.list(thread.thread_id);
+  assert.equal(runs[0].run_id, runId);
+  const run = await client.runs.get(thread.thread_id, runId);
+  assert.equal(run.status, "success");
+});
+
+test("an approval interrupt, answered once by command.resume", async () => {
+  const thread = await client.threads.create();
+  const parts = await collect(
+    client.runs.stream(thread.thread_id, "agent", { input: GREET, streamMode: ["updates"] }),
+  );
+  const interrupt = parts
+    .filter((p) => p.event === "updates" && p.data.__interrupt__)
+    .flatMap((p) => p.data.__interrupt__)[0];
+  assert.ok(interrupt, "the write asked for approval");
+  assert.equal(parts.at(-1).data.status, "interrupted");
+  const interrupted = await client.threads.get(thread.thread_id);
+  assert.equal(interrupted.status, "interrupted");
+  const result = await client.runs.wait(thread.thread_id, "agent", {
+    command: { resume: { [interrupt.id]: { decision: "approve" } } },
+  });
+  assert.equal(result.status, "verified");
+  // A second answer to the same interrupt is refused.
+  await assert.rejects(
+    client.runs.wait(thread.thread_id, "agent", { command: { resume: { [interrupt.id]: { decision: "reject" } } } }),
+    (err) => err.status === 409,
+  );
+});
+
+test("a run on a new thread with ifNotExists, and a wait", async () => {
+  const id = crypto.randomUUID();
+  const values = await client.runs.wait(id, "agent", { input: COUNTER, ifNotExists: "create" });
+  assert.equal(values.status, "verified");
+  const thread = await client.threads.get(id);
+  assert.equal(thread.status, "idle");
+});
