@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 
 from api import errors
 from api.auth.access import access_from
-from api.auth.guard import Guard
+from api.auth.guard import PUBLIC, Guard
 from api.graphs import load_graphs
 from api.hub import Hub
 from api.limits import BodyLimit
@@ -95,7 +95,7 @@ after a PATCH merged into it). Ids: at most {MAX_ID_LENGTH} characters; a thread
 """
 
 
-def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+def _openapi(app: FastAPI, authenticated: bool = False) -> Callable[[], dict[str, Any]]:
     """The OpenAPI document as the API behaves: every error body is ``ErrorBody`` JSON (also on
     the SSE routes, whose 200 is an event stream), and responses link to what their ids feed."""
 
@@ -105,8 +105,12 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
         schema = FastAPI.openapi(app)
         paths = schema.get("paths", {})
         error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
-        for item in paths.values():
+        for path, item in paths.items():
             for operation in item.values():
+                if authenticated and path not in PUBLIC:
+                    operation.setdefault("responses", {})["401"] = {
+                        "description": "No credentials, or credentials the server refused."
+                    }
                 for status, response in operation.get("responses", {}).items():
                     if status[:1] in ("4", "5"):
                         response["content"] = error
@@ -171,7 +175,7 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     errors.install(app)
-    app.openapi = _openapi(app)  # type: ignore[method-assign]
+    app.openapi = _openapi(app, access.enabled)  # type: ignore[method-assign]
     for module in (system, threads, runs, workspace):
         app.include_router(module.router)
     from api.routes import approvals

@@ -54,6 +54,10 @@ class Service:
         """The caller's scope for ``threads.<action>`` (the handler may edit ``value``)."""
         return await self.access.scope(caller(), action, value)
 
+    async def authorize(self, resource: str, action: str, value: dict[str, Any]) -> None:
+        """A resource other than threads (assistants): its handler may refuse (403)."""
+        await self.access.check(caller(), resource, action, value)
+
     def actor(self) -> str:
         """Who the audit log names for what this request does."""
         user = caller()

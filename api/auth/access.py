@@ -96,6 +96,11 @@ class Access:
             return EVERYTHING
         return await self.scope(user, "create_run", value)
 
+    async def check(self, user: User, resource: str, action: str, value: dict[str, Any]) -> None:
+        """Run the handler of a resource that has no owner (assistants); it may refuse."""
+        if self.auth is not None and user is not NOBODY:
+            await custom.authorize(self.auth, user, resource, action, value)
+
     def owner_of_new(self, user: User) -> str | None:
         """The owner recorded for a thread this caller creates."""
         return user.identity if self.enabled and user is not NOBODY else None
