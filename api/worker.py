@@ -6,6 +6,11 @@ claims the run again after the lease expires, as its next attempt. Every attempt
 own input with the run's id in the config metadata: LangGraph then continues from the run's last
 checkpoint (as with input ``None``) once one exists, and starts the input when the previous
 attempt died before saving any, so no input is lost and no finished step runs twice.
+
+The attempts limit counts failures to progress: each claim compares what the thread has saved
+with what it had when the previous attempt was claimed, and a run ends in error after
+``max_attempts`` attempts in a row that saved nothing (one that kills its process at the same
+step every time), however many attempts that moved it on came before.
 """
 
 from __future__ import annotations
@@ -87,6 +92,21 @@ def run_input(kwargs: dict[str, Any]) -> Any:
     return kwargs.get("input")
 
 
+def auth_config(user: dict[str, Any] | None) -> dict[str, Any]:
+    """What a graph sees of the run's caller, as on LangGraph Server: ``langgraph_auth_user``
+    (dict or attribute access), its id and permissions. Nothing without authentication."""
+    if not user:
+        return {}
+    from api.auth.user import User
+
+    who = User.from_result(user)
+    return {
+        "langgraph_auth_user": who,
+        "langgraph_auth_user_id": who.identity,
+        "langgraph_auth_permissions": list(who.permissions),
+    }
+
+
 def pid_alive(worker_id: str) -> bool:
     """Whether the process named in a worker id of this host still exists.
 
@@ -154,6 +174,8 @@ class Workers:
         self.hub.runs_changed.set()
         for loop in self._loops[:1]:
             loop.cancel()
+        # Its end hands back what a claim in flight took (see _claim_loop).
+        await asyncio.gather(*self._loops[:1], return_exceptions=True)
         pending = [e.task for e in self.active.values() if e.task]
         if pending:
             await asyncio.wait(pending, timeout=self.settings.shutdown_grace_seconds)
@@ -176,15 +198,17 @@ class Workers:
             while taken < CLAIM_BATCH and not self.slots.locked():
                 await self.slots.acquire()
                 taken += 1
+            self.hub.runs_changed.clear()
+            claiming = asyncio.ensure_future(self._claim(taken))
             try:
-                self.hub.runs_changed.clear()
-                async with self.pool.connection() as conn:
-                    claimed = await runs.claim(
-                        conn, self.worker_id, self.settings.lease_seconds, limit=taken
-                    )
+                # Shielded: cancelled mid-statement (on shutdown), psycopg still waits for the
+                # statement, and runs it claimed would be dropped, held by nobody until their
+                # leases ran out (and counted as attempts that stalled). They are handed back.
+                claimed = await asyncio.shield(claiming)
             except asyncio.CancelledError:
                 for _ in range(taken):
                     self.slots.release()
+                await asyncio.shield(self._hand_back(claiming))
                 raise
             except Exception:
                 for _ in range(taken):
@@ -203,6 +227,23 @@ class Workers:
                     await asyncio.wait_for(
                         self.hub.runs_changed.wait(), timeout=self.settings.poll_seconds
                     )
+
+    async def _claim(self, limit: int) -> list[tuple[dict[str, Any], int]]:
+        async with self.pool.connection() as conn:
+            return await runs.claim(conn, self.worker_id, self.settings.lease_seconds, limit=limit)
+
+    async def _hand_back(self, claiming: asyncio.Future[list[tuple[dict[str, Any], int]]]) -> None:
+        """Hand back what a claim cancelled mid-statement took: nothing will execute it here."""
+        try:
+            claimed = await claiming
+        except Exception:
+            return
+        for run, _ in claimed:
+            try:
+                async with self.pool.connection() as conn:
+                    await runs.release(conn, run["run_id"], run["attempt"], self.worker_id)
+            except Exception:
+                logger.exception("handing back run %s failed; its lease expires", run["run_id"])
 
     async def _heartbeat_loop(self) -> None:
         while True:
@@ -271,12 +312,11 @@ class Workers:
         run_id, attempt, thread_id = run["run_id"], run["attempt"], run["thread_id"]
         emitter = Emitter(self.pool, self.hub, run_id, attempt, thread_id)
         emitter.seq = execution.last_seq
-        if attempt - run.get("handbacks", 0) > self.settings.max_attempts:
-            message = (
-                f"run stopped after {self.settings.max_attempts} attempts: each time the "
-                "process running it died or stopped renewing its lease. Fix the cause, then "
-                "resume the thread with a new run whose input is null."
-            )
+        if run.get("stalled_attempts", 0) >= self.settings.max_attempts:
+            # Attempts that saved something do not count: only a run that keeps dying at the
+            # same place ends here, not one killed often while it moves on.
+            message = await self._stalled_message(run)
+            logger.warning("run %s: %s", run_id, message)
             await emitter.emit("error", {"error": "AttemptsExhausted", "message": message})
             await self._finish(emitter, thread_id, "error", message, values=None, interrupted=False)
             return
@@ -291,6 +331,7 @@ class Workers:
                 "thread_id": thread_id,
                 RECORD_TOOL_KEY: emitter.record_tool,
                 PRIOR_RESULT_KEY: emitter.prior_result,
+                **auth_config(kwargs.get("auth_user")),
             },
             "metadata": {**(user_config.get("metadata") or {}), "run_id": run_id},
             "recursion_limit": user_config.get("recursion_limit")
@@ -343,6 +384,34 @@ class Workers:
             values=state.values,
             interrupted=interrupted,
             interrupts={t.id: list(t.interrupts) for t in state.tasks if t.interrupts},
+        )
+
+    async def _stalled_message(self, run: dict[str, Any]) -> str:
+        """Why a run ends out of attempts, naming the step where its attempts kept dying."""
+        stalled = run.get("stalled_attempts", 0)
+        where = "before it saved its first checkpoint"
+        try:
+            state = await self.graphs[run["assistant_id"]].aget_state(
+                {"configurable": {"thread_id": run["thread_id"]}}
+            )
+            if state.config:  # the thread has a checkpoint
+                unfinished = Counter(t.name for t in state.tasks if t.result is None)
+                nodes = ", ".join(
+                    f"'{name}'" + (f" ({count} tasks)" if count > 1 else "")
+                    for name, count in sorted(unfinished.items())
+                )
+                # The checkpoint's step is the one that saved it; its tasks run in the next.
+                step = (state.metadata or {}).get("step")
+                parts = [f"at step {step + 1} of the graph"] if isinstance(step, int) else []
+                parts += [f"running {nodes}"] if nodes else []
+                where = ", ".join(parts) or "at its latest checkpoint"
+        except Exception:  # the message is best effort; the run ends either way
+            logger.exception("reading the state of thread %s failed", run["thread_id"])
+        attempts = "attempt" if stalled == 1 else f"{stalled} attempts in a row"
+        return (
+            f"run stopped: its last {attempts} saved no new checkpoint; each time the process "
+            f"running it died or stopped renewing its lease {where}. Fix the cause, then "
+            "resume the thread with a new run whose input is null."
         )
 
     async def _compact(self, graph: Any, thread_id: str, state: Any) -> None:

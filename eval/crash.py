@@ -4,6 +4,12 @@ The moments come from the harness's :meth:`KillPlan.random` (a random uptime aft
 each kill is ``kill -9`` of the server process, then a restart on the same port (the tools it had
 started keep running, as after a real crash). :func:`resume_times` then matches every kill with the
 runs that were in flight: the time from the kill to the first *new* event their client read.
+
+The server runs with the default settings, attempts limit included (a run ends in error after
+``THREADLINE_MAX_ATTEMPTS`` attempts in a row that saved nothing). A kill that comes due while a
+run's previous attempt saved nothing and its current one has not saved anything yet waits until
+that run moved on (:func:`eval.harness.wait_until_no_run_stalls_again`): random kills then never
+stall a run twice in a row, and every run of the suite can end.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eval.harness import KillPlan, ServerProcess, ServerStartError
+from eval.harness import KillPlan, ServerProcess, ServerStartError, wait_until_no_run_stalls_again
 
 START_TRIES = 3
 
@@ -47,21 +53,27 @@ class Killer:
         plan = KillPlan.random(
             random.Random(self.seed), kills=self.kills, max_seconds=self.max_uptime
         )
+        up_since = self.clock()
         try:
             for point in plan.points:
-                uptime = point.after_seconds or 0.0
                 try:
-                    await asyncio.wait_for(stop.wait(), timeout=uptime)
+                    await asyncio.wait_for(stop.wait(), timeout=point.after_seconds or 0.0)
                     return  # the suite finished first
                 except TimeoutError:
                     pass
+                database_url = self.server.env.get("DATABASE_URL")
+                if database_url:
+                    await wait_until_no_run_stalls_again(database_url)
+                if stop.is_set():
+                    return
                 pid = self.server.pid
                 kill_at = self.clock()
                 await asyncio.to_thread(self.server.kill)
                 await self._start()
-                self.records.append(
-                    KillRecord(round(kill_at, 4), round(self.clock(), 4), uptime, pid)
-                )
+                ready_at = self.clock()
+                uptime = round(kill_at - up_since, 4)
+                self.records.append(KillRecord(round(kill_at, 4), round(ready_at, 4), uptime, pid))
+                up_since = ready_at
         finally:
             self.done.set()
 

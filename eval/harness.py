@@ -36,6 +36,8 @@ from typing import Any, NamedTuple
 
 import httpx
 
+from api.store.runs import progress_mark
+
 LEAKY_ENV = ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL")
 """Variables ``Settings`` reads that a harness server must not inherit from the caller."""
 
@@ -294,6 +296,53 @@ def kill_strays(data_dir: str | Path) -> list[int]:
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
     return killed
+
+
+# -- kills that would end runs ----------------------------------------------------------------
+
+STALLING_AGAIN = f"""
+SELECT r.run_id, r.worker_id FROM runs r
+WHERE r.status = 'running' AND r.stalled_attempts >= 1
+  AND r.progress = {progress_mark("r.thread_id")}
+"""
+
+
+async def stalling_again(conn: Any) -> dict[str, str]:
+    """Running runs whose previous attempt saved nothing and whose current attempt has saved
+    nothing yet either (run id → worker id).
+
+    The service ends a run after ``THREADLINE_MAX_ATTEMPTS`` attempts in a row that saved
+    nothing: a run killed at the same step every time. A kill at random moments stalls an
+    attempt now and then (one killed before its first save); killing these runs now could
+    stall them twice or more in a row, which the soak and the crash mode avoid (they measure
+    durability, not that limit): they hold a kill until no run the kill would hit is one of
+    these. Then no run ever has more than one stalled attempt in a row, under any limit above 1.
+    """
+    cur = await conn.execute(STALLING_AGAIN)
+    return {str(row["run_id"]): str(row["worker_id"]) for row in await cur.fetchall()}
+
+
+async def wait_until_no_run_stalls_again(
+    database_url: str, pid: int | None = None, *, timeout: float = 60.0
+) -> bool:
+    """Wait until :func:`stalling_again` names no run (held by ``pid`` when given); False when
+    ``timeout`` passed first (a run that does not move on: the kill goes ahead)."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    deadline = time.monotonic() + timeout
+    async with await psycopg.AsyncConnection.connect(
+        database_url, autocommit=True, row_factory=dict_row
+    ) as conn:
+        while True:
+            held = await stalling_again(conn)
+            if pid is not None:
+                held = {r: w for r, w in held.items() if f"/{pid}/" in w}
+            if not held:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.05)
 
 
 # -- SSE --------------------------------------------------------------------------------------

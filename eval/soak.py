@@ -21,9 +21,11 @@ no new run, waits for the runs in flight to end, and reports:
   had stored at the kill, reaching the client (median, p90, max).
 
 The JSON report goes to ``eval/results/soak-<timestamp>.json``; a markdown summary is printed.
-The exit code is 1 when any run broke the contract. Runs are allowed ``--max-attempts``
-attempts (default 100): the soak measures durability, not the attempts cap, which a run killed
-several times in a row would otherwise hit.
+The exit code is 1 when any run broke the contract. The servers run with the default settings,
+attempts limit included: a run ends in error only after ``THREADLINE_MAX_ATTEMPTS`` attempts in
+a row that saved nothing, and a kill is held back while a server holds a run whose previous
+attempt already saved nothing and whose current one has not saved anything yet
+(:func:`eval.harness.stalling_again`), so a run is never stalled twice in a row by the soak.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from eval.harness import (
     StreamFollower,
     counter_lines,
     kill_strays,
+    stalling_again,
     workspace_path,
 )
 
@@ -83,7 +86,6 @@ class SoakOptions:
     lease_seconds: float = 2.0
     heartbeat_seconds: float = 0.4
     poll_seconds: float = 0.2
-    max_attempts: int = 100
     seed: int | None = None
     drain_timeout: float = 240.0
     """After the last kill, how long the runs in flight get to end."""
@@ -170,10 +172,7 @@ class Soak:
         self.database_url = database_url
         self.data_dir = data_dir
         self.rng = random.Random(options.seed)
-        env = {
-            "THREADLINE_MAX_ATTEMPTS": str(options.max_attempts),
-            "THREADLINE_LOG_LEVEL": "warning",
-        }
+        env = {"THREADLINE_LOG_LEVEL": "warning"}
         self.servers = [
             ServerProcess(
                 database_url,
@@ -408,11 +407,15 @@ class Soak:
                 while True:
                     self.check_health()
                     held = await self.holders(conn)
+                    # Not a server whose kill would stall one of its runs twice in a row.
+                    spared = {_pid(w) for w in (await stalling_again(conn)).values()}
                     now = time.monotonic()
                     candidates = [
                         s
                         for s in self.up()
-                        if held.get(s.pid or -1) and now >= self.killable_at[s.name]
+                        if held.get(s.pid or -1)
+                        and s.pid not in spared
+                        and now >= self.killable_at[s.name]
                     ]
                     if candidates:
                         break
@@ -743,7 +746,6 @@ def parse_args(argv: list[str] | None = None) -> SoakOptions:
     )
     p.add_argument("--lease", type=float, default=d.lease_seconds)
     p.add_argument("--heartbeat", type=float, default=d.heartbeat_seconds)
-    p.add_argument("--max-attempts", type=int, default=d.max_attempts)
     p.add_argument("--seed", type=int)
     p.add_argument("--drain-timeout", type=float, default=d.drain_timeout)
     p.add_argument("--results-dir", type=Path, default=d.results_dir)
@@ -763,7 +765,6 @@ def parse_args(argv: list[str] | None = None) -> SoakOptions:
         kill_max=a.kill_every[1],
         lease_seconds=a.lease,
         heartbeat_seconds=a.heartbeat,
-        max_attempts=a.max_attempts,
         seed=a.seed,
         drain_timeout=a.drain_timeout,
         results_dir=a.results_dir,

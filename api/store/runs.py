@@ -87,11 +87,27 @@ async def list_for_thread(
     return [run_out(r) for r in await cur.fetchall()]
 
 
-CLAIM = """
-UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = %(worker)s,
-       lease_until = now() + make_interval(secs => %(lease)s), updated_at = now()
-WHERE run_id IN (
-    SELECT r.run_id FROM runs r
+def progress_mark(thread: str) -> str:
+    """SQL for what the thread has saved so far, given the SQL expression of its id: its latest
+    checkpoint, the writes saved on it (tool calls of a step that finished before a crash) and
+    the subgraph checkpoints saved since. Any change is progress; each part is an index range.
+
+    An attempt whose claim saw the same mark as the previous claim saved nothing: it stalled.
+    Writes LangGraph puts again on a takeover (a ``Command``'s resume values) keep their keys,
+    so they do not change the mark.
+    """
+    return f"""(SELECT coalesce(l.id, '') || '/'
+        || (SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = {thread}
+             AND w.checkpoint_ns = '' AND w.checkpoint_id = l.id) || '/'
+        || (SELECT count(*) FROM checkpoints s WHERE s.thread_id = {thread}
+             AND s.checkpoint_ns > '' AND s.checkpoint_id > coalesce(l.id, ''))
+      FROM (SELECT max(c.checkpoint_id) AS id FROM checkpoints c
+             WHERE c.thread_id = {thread} AND c.checkpoint_ns = '') l)"""
+
+
+CLAIM = f"""
+WITH picked AS (
+    SELECT r.run_id, r.thread_id FROM runs r
     WHERE (r.status = 'pending' OR (r.status = 'running' AND r.lease_until < now()))
       -- one run per thread at a time, oldest first
       AND NOT EXISTS (
@@ -100,8 +116,17 @@ WHERE run_id IN (
                  OR (o.status IN ('pending', 'running') AND o.created_at < r.created_at)))
     ORDER BY r.created_at
     FOR UPDATE SKIP LOCKED
-    LIMIT %(limit)s)
-RETURNING *,
+    LIMIT %(limit)s),
+marked AS (SELECT p.run_id, {progress_mark("p.thread_id")} AS mark FROM picked p)
+UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = %(worker)s,
+       lease_until = now() + make_interval(secs => %(lease)s), updated_at = now(),
+       -- the previous attempt stalled when the thread saved nothing since it was claimed
+       stalled_attempts = CASE WHEN runs.progress IS NULL THEN runs.stalled_attempts
+                               WHEN runs.progress = m.mark THEN runs.stalled_attempts + 1
+                               ELSE 0 END,
+       progress = m.mark
+FROM marked m WHERE runs.run_id = m.run_id
+RETURNING runs.*,
     (SELECT coalesce(max(e.seq), 0) FROM run_events e WHERE e.run_id = runs.run_id) AS last_seq
 """
 
@@ -110,11 +135,18 @@ async def claim(
     conn: AsyncConnection[Any], worker_id: str, lease: float, limit: int = 1
 ) -> list[tuple[dict[str, Any], int]]:
     """Take up to ``limit`` of the oldest runnable runs (pending, or running with an expired
-    lease), at most one per thread; each with the last sequence number of its event log."""
+    lease), at most one per thread; each with the last sequence number of its event log.
+
+    Each run also says ``stalled_attempts``: how many attempts in a row before this one ended
+    without saving anything (see :func:`progress_mark`)."""
     cur = await conn.execute(CLAIM, {"worker": worker_id, "lease": lease, "limit": limit})
     rows = await cur.fetchall()
     return sorted(
-        ((run_out(r), int(r["last_seq"])) for r in rows), key=lambda p: p[0]["created_at"]
+        (
+            ({**run_out(r), "stalled_attempts": r["stalled_attempts"]}, int(r["last_seq"]))
+            for r in rows
+        ),
+        key=lambda p: p[0]["created_at"],
     )
 
 
@@ -134,10 +166,16 @@ async def renew(
 
 
 async def release(conn: AsyncConnection[Any], run_id: str, attempt: int, worker_id: str) -> None:
-    """Hand a run back (shutdown): another worker claims it at once, as its next attempt."""
+    """Hand a run back (shutdown): another worker claims it at once, as its next attempt.
+
+    A handed-back attempt did not fail: the next claim does not judge it (``progress`` NULL),
+    and if it saved something, the attempts before it no longer count as stalled either."""
     await conn.execute(
         "UPDATE runs SET status = 'pending', worker_id = NULL, lease_until = NULL,"
-        " handbacks = handbacks + 1, updated_at = now()"
+        " handbacks = handbacks + 1, updated_at = now(),"
+        " stalled_attempts = CASE WHEN progress IS DISTINCT FROM "
+        + progress_mark("runs.thread_id")
+        + " THEN 0 ELSE stalled_attempts END, progress = NULL"
         " WHERE run_id = %s AND attempt = %s AND worker_id = %s",
         (uuid.UUID(run_id), attempt, worker_id),
     )

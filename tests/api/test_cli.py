@@ -31,6 +31,7 @@ from agent.tasks import CATALOG
 from agent.tasks.counter import groups
 from eval.harness import processes_in
 from tests.conftest import scrubbed_environ
+from tests.utils.db import embedded_data_dir
 
 N = 6
 DELAY = 0.4
@@ -193,6 +194,31 @@ def test_repeated_kills_and_resumes_append_each_line_once(cli: Cli) -> None:
     assert "status: verified" in output
     skipped = check_counter(cli.workspace(thread), kills=kills)
     print(f"{kills} kills: {skipped} append(s) skipped")
+
+
+@pytest.mark.slow
+def test_resume_stops_the_embedded_postgres_a_killed_run_left(tmp_path: Path) -> None:
+    """Without ``DATABASE_URL`` the CLI starts the embedded PostgreSQL of its data directory. A
+    run killed with ``kill -9`` leaves it running; the ``resume`` that finishes the run adopts
+    it and stops it when it exits: no process is left in the data directory."""
+    with embedded_data_dir() as parent:  # not under tmp_path: see embedded_data_dir
+        data_dir = parent / "data"
+        env = {**scrubbed_environ(), "THREADLINE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+        cli = Cli(data_dir=data_dir, env=env, logs=tmp_path)
+        thread = str(uuid.uuid4())
+        proc, log = cli.start(
+            "run", "--task", "counter", "--param", "n=3", "--param", f"delay={DELAY}",
+            "--thread", thread,
+        )  # fmt: skip
+        kill_after_lines(cli, proc, log, cli.workspace(thread) / "counter.txt", 1)
+        assert processes_in(data_dir / "postgres"), "the server should outlive the killed run"
+
+        code, output = cli.run("resume", thread)
+        assert code == 0, output
+        assert "database: embedded" in output and "status: verified" in output
+        # The tools the killed run started end on their own; the server was stopped.
+        cli.wait_for_no_processes()
+        assert not (data_dir / "postgres" / "postmaster.pid").exists()
 
 
 def runs_of(cli: Cli, thread_id: str) -> list[dict[str, Any]]:

@@ -90,6 +90,16 @@ def is_metadata(ev: SSEEvent) -> bool:
     return ev.event == "metadata"
 
 
+def is_attempt(attempt: int) -> Callable[[SSEEvent], bool]:
+    """A predicate: the ``metadata`` event of ``attempt``."""
+
+    def predicate(ev: SSEEvent) -> bool:
+        return is_metadata(ev) and isinstance(ev.data, dict) and ev.data["attempt"] == attempt
+
+    predicate.__name__ = f"metadata of attempt {attempt}"
+    return predicate
+
+
 final_agent_step.__name__ = "final step_finished"
 is_metadata.__name__ = "metadata"
 
@@ -414,23 +424,37 @@ async def test_run_out_of_attempts_is_resumed_on_request(
     server: ServerProcess, module_database_url: str, via: str
 ) -> None:
     """Resumed by thread id on request: ``POST /threads/{id}/runs`` with ``input: null``, or
-    ``threadline resume ID``, which goes through the running server."""
-    server.env["THREADLINE_MAX_ATTEMPTS"] = "1"  # read by the restart below
+    ``threadline resume ID``, which goes through the running server.
+
+    One attempt without progress is the limit here. Attempt 1 is killed in step 2 (it saved
+    steps before: progress), attempt 2 as soon as it starts, while it runs the calls of step 2
+    again (each takes ``delay``): it saved nothing, so the run ends at its next claim."""
+    server.env["THREADLINE_MAX_ATTEMPTS"] = "1"  # read by the restarts below
+    delay = 1.5  # far longer than a kill takes to land once attempt 2's metadata is read
     try:
-        plan = KillPlan([KillPoint(event=is_custom("tool_started"), nth=2)])
-        died = await run_with_kills(server, counter(), plan, timeout=RUN_TIMEOUT)
+        plan = KillPlan(
+            [
+                KillPoint(event=is_custom("tool_started"), nth=2, label="step 2 started"),
+                KillPoint(event=is_attempt(2), label="attempt 2 started"),
+            ]
+        )
+        died = await run_with_kills(server, counter(N, delay), plan, timeout=RUN_TIMEOUT)
     finally:
         del server.env["THREADLINE_MAX_ATTEMPTS"]  # the next start allows 3 again
-    assert len(died.kills) == 1
+    assert len(died.kills) == 2
     assert died.problems(expect_status="error") == []
-    assert died.attempts == [1]  # attempt 2 started nothing: it ended the run at once
+    assert died.attempts == [1, 2]  # attempt 3 started nothing: it ended the run at once
     errors = [e for e in died.events if e.event == "error"]
     assert len(errors) == 1 and errors[0].data["error"] == "AttemptsExhausted"
     assert died.end is not None and died.end.data["status"] == "error"
     message = died.run["error"]
-    assert "after 1 attempts" in message and "died or stopped renewing its lease" in message
-    assert "input is null" in message  # ... and says how to go on
-    assert died.run["attempt"] == 2
+    assert "its last attempt saved no new checkpoint" in message, message
+    assert "died or stopped renewing its lease" in message
+    # ... names where it kept dying: the two calls of step 2 (the graph's step 4: input, agent,
+    # tools, agent), and says how to go on.
+    assert "at step 4 of the graph, running 'tools' (2 tasks)" in message, message
+    assert "input is null" in message
+    assert died.run["attempt"] == 3
     # The thread says so, with the run and its error.
     assert died.thread["status"] == "error"
     assert died.thread["last_run"]["run_id"] == died.run_id
@@ -580,9 +604,6 @@ async def test_update_of_a_call_finished_before_the_crash_is_sent_once(
     monkeypatch.setattr(Emitter, "emit", emit)
     hub = Hub(runtime.database.url)
     await hub.start()
-    # A long lease: the test expires A's by hand, and a stall of the shared machine must not
-    # expire B's as well (a third attempt would be right, but not what this test is about).
-    settings = settings.model_copy(update={"lease_seconds": 30.0})
     a = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
     b = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
     try:
@@ -603,6 +624,10 @@ async def test_update_of_a_call_finished_before_the_crash_is_sent_once(
         await asyncio.sleep(0.5)  # the other call of step 2 finishes and saves its result too
         for loop in a._loops:  # A hangs: no more heartbeats or claims
             loop.cancel()
+        # Ended before A's lease is expired: a claim A had in flight could otherwise run on the
+        # server after the expiry and take the run as attempt 2 (handed back at once, since
+        # its loop is cancelled), and B would run attempt 3.
+        await asyncio.gather(*a._loops, return_exceptions=True)
         async with runtime.pool.connection() as conn:
             await conn.execute(
                 "UPDATE runs SET lease_until = now() - interval '1 second' WHERE run_id = %s",

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import time
 import uuid
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -15,6 +19,8 @@ from psycopg_pool import AsyncConnectionPool
 from api.database import _migrations, migrate, resolve_database
 from api.runtime import BUILTIN_ASSISTANT, Runtime, open_runtime
 from api.settings import Settings
+from eval.harness import processes_in
+from tests.conftest import scrubbed_environ
 from tests.utils.db import embedded_data_dir, stop_embedded
 
 SERVICE_TABLES = {
@@ -119,3 +125,71 @@ async def test_replicas_starting_together_migrate_once(settings: Settings) -> No
         assert [(v, n) for v, n, _at in await applied_migrations(runtimes[0].pool)] == (
             expected_migrations()
         )
+
+
+# -- a server left running by a killed process --------------------------------------------------
+
+USER = """
+import sys
+from pathlib import Path
+
+from api.database import start_embedded
+
+print("ready", start_embedded(Path(sys.argv[1])), flush=True)
+sys.stdin.readline()  # then exits normally
+"""
+
+
+def start_user(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A process that starts (or reuses) the embedded server of ``data_dir``; its URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", USER, str(data_dir)],
+        env=scrubbed_environ(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()
+    assert line.startswith("ready "), line + proc.stdout.read().decode()
+    return proc, line.split()[1]
+
+
+def finish(proc: subprocess.Popen[bytes]) -> None:
+    """Let the process exit normally (its exit handlers run)."""
+    assert proc.stdin is not None
+    proc.stdin.write(b"go\n")
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+
+
+def postgres_of(data_dir: Path, *, gone_within: float = 0.0) -> list[int]:
+    """The server's processes (they work in its data directory); with ``gone_within``, waits
+    that long for them to exit (``pg_ctl stop`` returns when the postmaster is gone, its last
+    children may take a moment more)."""
+    deadline = time.monotonic() + gone_within
+    while (left := processes_in(data_dir / "postgres")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+@pytest.mark.slow
+def test_a_server_a_killed_process_left_is_adopted_and_stopped_by_its_last_live_user() -> None:
+    with embedded_data_dir() as parent:
+        data_dir = parent / "data"
+        first, url = start_user(data_dir)
+        first.kill()  # kill -9: its exit handlers never run
+        first.wait()
+        assert postgres_of(data_dir), "the server should outlive a killed process"
+
+        second, adopted = start_user(data_dir)  # adopts the server the dead one left
+        assert adopted == url
+        third, _ = start_user(data_dir)  # another live user
+        finish(second)
+        assert postgres_of(data_dir), "stopped while another live process used it"
+        psycopg.connect(url, connect_timeout=5).close()
+
+        finish(third)  # the last live user: it stops the server
+        assert postgres_of(data_dir, gone_within=10) == []
+        assert not (data_dir / "postgres" / "postmaster.pid").exists()

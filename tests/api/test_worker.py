@@ -121,6 +121,10 @@ async def test_result_streamed_but_not_checkpointed_is_not_sent_again_by_the_tak
         # The first worker dies: no more heartbeats; its lease runs out and the second takes over.
         for loop in first._loops:
             loop.cancel()
+        # Ended before the takeover: a claim the first had in flight, run by the server after
+        # the second's start-up sweep expired the lease, would take the run as attempt 2 (and
+        # hand it back), and the second would run attempt 3.
+        await asyncio.gather(*first._loops, return_exceptions=True)
         await second.start()
         deadline = time.monotonic() + 60
         while (await svc.refreshed_run(run["thread_id"], run["run_id"]))["status"] in (
@@ -159,3 +163,58 @@ async def tool_result_events(runtime: Any, run_id: str) -> list[dict[str, Any]]:
         for message in (row["data"].get("tools") or {}).get("messages", [])
         if message.get("type") == "tool"
     ]
+
+
+async def test_runs_a_claim_took_while_its_loop_was_stopped_are_handed_back(
+    runtime: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim statement in flight when the claim loop is cancelled (shutdown) still runs: psycopg
+    waits for it after sending the cancel. The runs it took must be handed back, not left held by
+    a worker that will never execute them (they would wait for their lease, and that attempt
+    would count as one that stalled)."""
+    real_claim = runs_store.claim
+    entered, gate, done = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def completes_whatever_happens(
+        conn: Any, worker_id: str, lease: float, limit: int = 1
+    ) -> Any:
+        async def statement() -> Any:
+            entered.set()
+            await gate.wait()
+            try:
+                return await real_claim(conn, worker_id, lease, limit)
+            finally:
+                done.set()
+
+        # Like psycopg's wait for a statement after a cancel: it completes all the same.
+        return await asyncio.shield(statement())
+
+    hub = Hub(runtime.database.url)
+    await hub.start()
+    svc = Service(runtime=runtime, hub=hub)
+    workers = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
+    try:
+        run = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=counter(1, 0.0), if_not_exists="create"),
+        )
+        monkeypatch.setattr(runs_store, "claim", completes_whatever_happens)
+        await workers.start()
+        await asyncio.wait_for(entered.wait(), 10)
+        stopping = asyncio.create_task(workers.stop())
+        await asyncio.sleep(0.2)  # the claim loop is cancelled while its statement runs
+        gate.set()
+        await asyncio.wait_for(stopping, 30)
+        await asyncio.wait_for(done.wait(), 10)
+        async with runtime.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT status, attempt, handbacks, worker_id FROM runs WHERE run_id = %s",
+                (uuid.UUID(run["run_id"]),),
+            )
+            row = await cur.fetchone()
+    finally:
+        gate.set()
+        await hub.stop()
+    assert row is not None
+    # Claimed (attempt 1), then handed back: the next worker claims it at once.
+    assert dict(row) == {"status": "pending", "attempt": 1, "handbacks": 1, "worker_id": None}
