@@ -25,7 +25,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import ConflictError, InternalServerError
 from langgraph_sdk.schema import StreamMode
 
-from eval.harness import ServerProcess
+from eval.harness import ServerProcess, api_headers
 from eval.streams import RunTrace, TimedFollower
 from eval.suite import Case
 
@@ -243,7 +243,9 @@ class Driver:
             out["duplicate_effects"] += len(lines) - len(set(lines))
 
     async def _workspace_lines(self, thread_id: str, path: str) -> list[str]:
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=30.0) as http:
+        async with httpx.AsyncClient(
+            base_url=self.base_url, timeout=30.0, headers=api_headers()
+        ) as http:
             response = await http.get(f"/threads/{thread_id}/workspace/{path}")
             if response.status_code == 404:
                 return []

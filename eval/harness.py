@@ -48,6 +48,13 @@ class ServerStartError(RuntimeError):
     """The server did not answer ``GET /ok`` in time (the message ends with its log's tail)."""
 
 
+def api_headers() -> dict[str, str]:
+    """The credentials the evaluation sends: ``THREADLINE_API_KEY`` as ``x-api-key`` (a server
+    with ``THREADLINE_AUTH=keys`` needs one); nothing when it is unset."""
+    key = os.environ.get("THREADLINE_API_KEY")
+    return {"x-api-key": key} if key else {}
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nobody listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -462,7 +469,9 @@ class StreamFollower:
         async with asyncio.timeout(timeout):
             current = 0
             params = {"stream_mode": list(self.stream_mode)} if self.stream_mode else None
-            async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=30.0)) as client:
+            async with httpx.AsyncClient(
+                timeout=httpx.Timeout(10.0, read=30.0), headers=api_headers()
+            ) as client:
                 while not self.ended:
                     url = _url(targets[current])
                     if url is not None:
@@ -686,7 +695,7 @@ async def _create_run(
     config: dict[str, Any] | None,
     thread_id: str | None,
 ) -> tuple[str, str]:
-    async with httpx.AsyncClient(base_url=base, timeout=30.0) as client:
+    async with httpx.AsyncClient(base_url=base, timeout=30.0, headers=api_headers()) as client:
         body: dict[str, Any] = {"metadata": {"harness": "kill"}}
         if thread_id:
             body["thread_id"] = thread_id
@@ -712,7 +721,9 @@ async def _create_run(
 async def _get_json(targets: Sequence[ServerProcess], path: str) -> dict[str, Any]:
     for server in targets:
         if server.running:
-            async with httpx.AsyncClient(base_url=server.url, timeout=30.0) as client:
+            async with httpx.AsyncClient(
+                base_url=server.url, timeout=30.0, headers=api_headers()
+            ) as client:
                 response = await client.get(path)
                 response.raise_for_status()
                 result: dict[str, Any] = response.json()

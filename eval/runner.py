@@ -37,7 +37,7 @@ from eval import metrics, report
 from eval.crash import Killer, records_json
 from eval.database import admin_url, create_database, drop_database
 from eval.episode import Driver, retry
-from eval.harness import ServerProcess, kill_strays
+from eval.harness import ServerProcess, api_headers, kill_strays
 from eval.suite import Case, Suite, available, load_suite
 
 EVAL_DIR = Path(__file__).parent
@@ -136,7 +136,7 @@ async def run_suite(
     def clock() -> float:
         return time.monotonic() - origin
 
-    client = get_client(url=base_url)
+    client = get_client(url=base_url, headers=api_headers())
     try:
         info = await retry(lambda: client.http.get("/info"))
         driver = Driver(

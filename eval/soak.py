@@ -60,6 +60,7 @@ from eval.harness import (
     ServerStartError,
     SSEEvent,
     StreamFollower,
+    api_headers,
     counter_lines,
     kill_strays,
     stalling_again,
@@ -493,7 +494,9 @@ class Soak:
         await self.start_servers()
         self.t0 = time.monotonic()
         limits = httpx.Limits(max_connections=200, max_keepalive_connections=0)
-        async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=30.0), limits=limits) as http:
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(10.0, read=30.0), limits=limits, headers=api_headers()
+        ) as http:
             killing = asyncio.create_task(self.killer())
             spawning = asyncio.create_task(self.spawner(http))
             try:
