@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable, Sequence
@@ -94,7 +95,7 @@ class Task:
         params = self.parse_params(raw_params)
         if self.template:
             # Overwrites the template's own files only: a resumed first step copies the same bytes.
-            shutil.copytree(TEMPLATES / self.template, workspace, dirs_exist_ok=True)
+            copy_template(TEMPLATES / self.template, workspace)
         dumped = params.model_dump()
         marker = f"(threadline task: {self.name} {json.dumps(dumped, sort_keys=True)})"
         return {
@@ -113,6 +114,32 @@ class Task:
             "params": self.params_model.model_json_schema().get("properties", {}),
             "approval_policy": dict(self.policy),
         }
+
+
+def copy_template(source: Path, workspace: Path) -> None:
+    """Copy a template into a workspace without following anything the workspace holds.
+
+    The workspace is written by sandboxed commands: a symlink planted where a template file goes
+    (``append.py -> /etc/passwd``) must not make the server write through it. A symlink in the
+    way is removed (a file or folder is replaced by the template's), and every file is opened
+    with ``O_NOFOLLOW``.
+    """
+    for src in sorted(source.rglob("*")):
+        dst = workspace / src.relative_to(source)
+        if dst.is_symlink():
+            dst.unlink()
+        if src.is_dir():
+            if dst.exists() and not dst.is_dir():
+                dst.unlink()
+            dst.mkdir(exist_ok=True)
+            continue
+        if dst.is_dir():
+            shutil.rmtree(dst)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        fd = os.open(dst, flags, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(src.read_bytes())
+            os.fchmod(out.fileno(), src.stat().st_mode & 0o777)
 
 
 def find_marker(messages: Sequence[BaseMessage]) -> tuple[str, dict[str, Any], int] | None:

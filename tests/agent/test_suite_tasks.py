@@ -135,3 +135,26 @@ async def test_rejected_approval_ends_the_task_as_failed(runtime: Runtime) -> No
     assert values["status"] == "failed"
     assert values["verdict"]["passed"] is False
     assert values["verify_attempts"] == 2  # the feedback turn answers without another try
+
+
+def test_a_template_is_never_copied_through_a_planted_symlink(tmp_path: Path) -> None:
+    """A sandboxed command may leave symlinks where template files go; starting the task again
+    must replace them, not write through them to files outside the workspace."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("keep me\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "append.py").symlink_to(victim)
+    task = CATALOG["counter"]
+    task.materialize({"n": 1}, workspace)
+    assert victim.read_text() == "keep me\n"
+    assert not (workspace / "append.py").is_symlink()
+    assert "counter.txt" in (workspace / "append.py").read_text()
+    # A planted directory symlink is replaced by a real folder; nothing lands outside.
+    (workspace / "docs").symlink_to(outside)
+    CATALOG["replace_word"].materialize({}, workspace)
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
+    assert (workspace / "docs").is_dir() and not (workspace / "docs").is_symlink()
+    assert any((workspace / "docs").iterdir())
