@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from eval.harness import ServerProcess
+from tests.conftest import scrubbed_environ
 
 JS = Path(__file__).parents[1] / "js"
 
@@ -41,3 +44,41 @@ def test_the_js_sdk_drives_the_api(server: ServerProcess) -> None:
     )
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     assert "fail 0" in out.stdout, out.stdout[-3000:]
+
+
+def test_the_js_sdk_with_a_key(make_server: Any, database_url: str, tmp_path: Path) -> None:
+    """The same flows on a server that requires built-in API keys, the SDK sending one."""
+    npm_ci()
+    data = tmp_path / "data"
+    proc = make_server(database_url, data, env={"THREADLINE_AUTH": "keys"}, name="js-keys")
+    proc.start()
+    env = {**scrubbed_environ(), "DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(data)}
+    made = subprocess.run(
+        [sys.executable, "-m", "api.cli", "keys", "create", "--identity", "js"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    key = made.stdout.strip().splitlines()[-1]
+    out = subprocess.run(
+        ["node", "--test", "--test-reporter=spec", "sdk.test.mjs"],
+        cwd=JS,
+        env={**os.environ, "THREADLINE_URL": proc.url, "THREADLINE_API_KEY": key},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    assert "fail 0" in out.stdout, out.stdout[-3000:]
+    # Without the key the same SDK is refused.
+    out = subprocess.run(
+        ["node", "--test", "sdk.test.mjs"],
+        cwd=JS,
+        env={**os.environ, "THREADLINE_URL": proc.url, "THREADLINE_API_KEY": ""},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode != 0 and "401" in out.stdout + out.stderr
