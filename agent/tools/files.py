@@ -7,13 +7,14 @@ file never stalls the event loop that serves streams.
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.tools.base import MAX_OUTPUT_CHARS, ToolContext, ToolError, ToolSpec
-from agent.tools.workspace import list_tree, resolve_inside
+from agent.tools.workspace import list_tree, open_inside, resolve_inside
 
 LIST_LIMIT = 500
 """Most entries one list_files call returns."""
@@ -140,7 +141,8 @@ def _read(root: Path, path: str, offset: int, limit: int) -> str:
     next_offset: int | None = None
     note = ""
     # newline="" keeps "\r\n" as is, so the text can be copied into edit_file exactly.
-    with target.open(encoding="utf-8", errors="replace", newline="") as f:
+    fd = open_inside(root, target, os.O_RDONLY)
+    with open(fd, encoding="utf-8", errors="replace", newline="") as f:
         for index, line in enumerate(f):
             lines_seen = index + 1
             if index < offset:
@@ -188,7 +190,10 @@ def _write(root: Path, path: str, content: str, append: bool) -> str:
     data = content.encode("utf-8")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("ab" if append else "wb") as f:
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
+        with open(open_inside(root, target, flags), "ab" if append else "wb") as f:
+            if not append:
+                f.truncate(0)
             f.write(data)
     except (FileExistsError, NotADirectoryError):
         raise ToolError(
@@ -203,7 +208,8 @@ def _edit(root: Path, path: str, old: str, new: str, count: int) -> str:
     shown = _shown(root, target)
     _require_file(target, shown)
     _require_text(target, shown)
-    raw = target.read_bytes()
+    with open(open_inside(root, target, os.O_RDONLY), "rb") as f:
+        raw = f.read()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -225,7 +231,9 @@ def _edit(root: Path, path: str, old: str, new: str, count: int) -> str:
             "Include more surrounding lines in old so it matches only the place you mean, "
             f"or set count={found} to replace every occurrence."
         )
-    target.write_bytes(text.replace(old, new).encode("utf-8"))
+    with open(open_inside(root, target, os.O_WRONLY), "wb") as f:
+        f.truncate(0)
+        f.write(text.replace(old, new).encode("utf-8"))
     return f"Replaced {found} occurrence{'' if found == 1 else 's'} in {shown}"
 
 

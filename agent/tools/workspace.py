@@ -7,6 +7,7 @@ workspace.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections import deque
@@ -119,3 +120,30 @@ def list_tree(root: Path, sub: str = ".", *, limit: int = 500) -> list[dict[str,
                 pending.append(Path(child.path))
     # Sorting by components keeps a directory's contents right after it ("a", "a/b", "a-c").
     return sorted(entries, key=lambda e: e["path"].split("/"))
+
+
+def open_inside(root: Path, target: Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` a path :func:`resolve_inside` returned, and make sure the file opened is that
+    one: sandboxed commands write the workspace while the server's tools and routes read it, so a
+    path could be swapped for a symlink between the check and the open. The last component is
+    opened with ``O_NOFOLLOW`` and the descriptor's real path must still be inside ``root``;
+    otherwise it is closed and :class:`WorkspacePathError` raised (nothing was written: open
+    without ``O_TRUNC`` and truncate the descriptor afterwards)."""
+    try:
+        fd = os.open(target, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise WorkspacePathError(
+                f"{target.name!r} became a symbolic link while it was being opened; try again."
+            ) from None
+        raise
+    try:
+        real = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:  # no /proc: the O_NOFOLLOW check is what there is
+        return fd
+    if not real.is_relative_to(root.resolve()):
+        os.close(fd)
+        raise WorkspacePathError(
+            f"{target.name!r} moved outside the workspace while it was being opened; not used."
+        )
+    return fd

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Path, Response
 from fastapi.responses import StreamingResponse
 
 from agent.tools import WorkspacePathError, list_tree, resolve_inside, workspace_dir
+from agent.tools.workspace import open_inside
 from api.deps import ServiceDep
 from api.errors import Invalid, NotFound, responses
 from api.schemas import WorkspaceListing
@@ -89,9 +90,11 @@ async def read_workspace_file(thread_id: ThreadId, path: WorkspacePath, svc: Ser
         raise Invalid(str(err)) from None
     missing = NotFound(f"No file {path!r} in the workspace; GET .../workspace lists the files.")
     try:
-        opened = await anyio.to_thread.run_sync(_open, target)
+        opened = await anyio.to_thread.run_sync(_open, root, target)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise missing from None
+    except WorkspacePathError as err:
+        raise Invalid(str(err)) from None
     except OSError as err:
         raise Invalid(f"File {path!r} cannot be read ({err.strerror or err}).") from None
     media_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
@@ -100,11 +103,11 @@ async def read_workspace_file(thread_id: ThreadId, path: WorkspacePath, svc: Ser
     return StreamingResponse(_chunks(opened), media_type=media_type)
 
 
-def _open(target: FsPath) -> bytes | int:
+def _open(root: FsPath, target: FsPath) -> bytes | int:
     """A regular file's bytes, read once (so a file that grows meanwhile is sent as it was),
     or for a large one its open descriptor, to stream."""
     # Non-blocking: opening a FIFO a tool left there must not wait for a writer.
-    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    fd = open_inside(root, target, os.O_RDONLY | os.O_NONBLOCK)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -180,3 +180,33 @@ def test_list_tree_rejects_outside_and_missing(root: Path) -> None:
 def test_list_tree_of_a_file_lists_that_file(root: Path) -> None:
     (root / "one.txt").write_text("abc")
     assert list_tree(root, "one.txt") == [{"path": "one.txt", "type": "file", "size": 3}]
+
+
+def test_open_inside_refuses_a_path_swapped_after_the_check(tmp_path: Path) -> None:
+    """A sandboxed command can swap a checked path for a symlink before the server opens it: the
+    last component (O_NOFOLLOW) and a swapped parent (the descriptor's real path) are caught."""
+    import os
+    import shutil
+
+    from agent.tools.workspace import open_inside
+
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "f.txt").write_text("mine\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("secret\n")
+    target = resolve_inside(root, "sub/f.txt")
+    fd = open_inside(root, target, os.O_RDONLY)
+    os.close(fd)
+
+    (root / "sub" / "f.txt").unlink()
+    (root / "sub" / "f.txt").symlink_to(outside / "f.txt")
+    with pytest.raises(WorkspacePathError, match="symbolic link"):
+        open_inside(root, target, os.O_WRONLY)
+
+    shutil.rmtree(root / "sub")
+    (root / "sub").symlink_to(outside)
+    with pytest.raises(WorkspacePathError, match="outside the workspace"):
+        open_inside(root, target, os.O_WRONLY)
+    assert (outside / "f.txt").read_text() == "secret\n"
