@@ -23,6 +23,7 @@ from eval.harness import ServerProcess
 from tests.api.conftest import FAST
 from tests.conftest import scrubbed_environ
 from tests.utils.db import create_database, drop_database
+from tests.utils.keys import create_key, threadline
 
 AUTH_PY = """
 from langgraph_sdk import Auth
@@ -210,28 +211,11 @@ async def test_custom_auth_from_langgraph_json(
 
 
 async def cli(data_dir: Path, database_url: str, *args: str) -> str:
-    """``threadline ARGS`` on the test's database; its standard output (exit 0 required)."""
-    env = scrubbed_environ()
-    env.update({"DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(data_dir)})
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "api.cli",
-        *args,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, err.decode()
-    return out.decode()
+    return await asyncio.to_thread(threadline, data_dir, database_url, *args)
 
 
 async def cli_key(data_dir: Path, database_url: str, identity: str, *perms: str) -> str:
-    args = ["keys", "create", "--identity", identity]
-    for p in perms:
-        args += ["--permission", p]
-    return (await cli(data_dir, database_url, *args)).strip().splitlines()[-1]
+    return await asyncio.to_thread(create_key, data_dir, database_url, identity, *perms)
 
 
 async def test_built_in_keys(make_server: Any, own_database: str, tmp_path: Path) -> None:

@@ -8,14 +8,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from eval.harness import ServerProcess
-from tests.conftest import scrubbed_environ
+from tests.utils.keys import create_key
 
 JS = Path(__file__).parents[1] / "js"
 
@@ -52,16 +51,7 @@ def test_the_js_sdk_with_a_key(make_server: Any, database_url: str, tmp_path: Pa
     data = tmp_path / "data"
     proc = make_server(database_url, data, env={"THREADLINE_AUTH": "keys"}, name="js-keys")
     proc.start()
-    env = {**scrubbed_environ(), "DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(data)}
-    made = subprocess.run(
-        [sys.executable, "-m", "api.cli", "keys", "create", "--identity", "js"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    key = made.stdout.strip().splitlines()[-1]
+    key = create_key(data, database_url, "js")
     out = subprocess.run(
         ["node", "--test", "--test-reporter=spec", "sdk.test.mjs"],
         cwd=JS,

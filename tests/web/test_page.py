@@ -446,28 +446,12 @@ def test_the_page_asks_for_a_key_and_streams_with_it(
 ) -> None:
     """With THREADLINE_AUTH=keys the page asks for a key, keeps it for the tab's session, and
     its EventSource streams carry it (a cookie: EventSource cannot set headers)."""
-    import subprocess
-    import sys
-
-    from tests.conftest import scrubbed_environ
+    from tests.utils.keys import create_key
 
     srv = make_server(database_url, tmp_path, "keys")
     srv.env["THREADLINE_AUTH"] = "keys"
-    env = {
-        **scrubbed_environ(),
-        "DATABASE_URL": database_url,
-        "THREADLINE_DATA_DIR": str(srv.data_dir),
-    }
     with running(srv):
-        made = subprocess.run(
-            [sys.executable, "-m", "api.cli", "keys", "create", "--identity", "ada"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        )
-        key = made.stdout.strip().splitlines()[-1]
+        key = create_key(srv.data_dir, database_url, "ada")
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         context.add_init_script(RECORD_CONNECTION)
         pg = context.new_page()
