@@ -56,6 +56,34 @@ async def owner_only(ctx: Auth.types.AuthContext, value: dict):
     metadata.update(filters)
     return filters
 """
+WHOAMI_PY = """
+from typing import TypedDict
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict, total=False):
+    who: str
+    uid: str
+    permissions: list
+
+
+def whoami(state: State, config: RunnableConfig) -> State:
+    user = config["configurable"]["langgraph_auth_user"]
+    return {
+        "who": user["identity"],
+        "uid": config["configurable"]["langgraph_auth_user_id"],
+        "permissions": list(config["configurable"]["langgraph_auth_permissions"]),
+    }
+
+
+builder = StateGraph(State)
+builder.add_node("whoami", whoami)
+builder.add_edge(START, "whoami")
+builder.add_edge("whoami", END)
+graph = builder.compile()
+"""
 GREET = {"task": {"name": "greet", "params": {"name": "Ada"}}}
 COUNTER = {"task": {"name": "counter", "params": {"n": 1, "delay": 0}}}
 
@@ -183,8 +211,11 @@ async def test_custom_auth_from_langgraph_json(
     make_server: Any, own_database: str, tmp_path: Path
 ) -> None:
     (tmp_path / "auth.py").write_text(AUTH_PY)
+    (tmp_path / "whoami.py").write_text(WHOAMI_PY)
     config = tmp_path / "langgraph.json"
-    config.write_text(json.dumps({"graphs": {}, "auth": {"path": "./auth.py:auth"}}))
+    config.write_text(
+        json.dumps({"graphs": {"whoami": "./whoami.py:graph"}, "auth": {"path": "./auth.py:auth"}})
+    )
     proc = make_server(own_database, tmp_path / "data", config=config, name="custom-auth")
     proc.start()
     alice, bob = headers_for("alice-token"), headers_for("bob-token")
@@ -208,6 +239,19 @@ async def test_custom_auth_from_langgraph_json(
     async with httpx.AsyncClient(base_url=proc.url, headers=alice, timeout=30) as http:
         info = (await http.get("/info")).json()
         assert info["auth"] == "custom"
+        # A graph sees the caller as LangGraph Server shows it, and a client cannot forge it.
+        tid = (await http.post("/threads", json={})).json()["thread_id"]
+        res = await http.post(
+            f"/threads/{tid}/runs/wait", json={"assistant_id": "whoami", "input": {}}
+        )
+        assert res.status_code == 200, res.text
+        assert res.json() == {"who": "alice", "uid": "alice", "permissions": []}
+        forged = {"configurable": {"langgraph_auth_user": {"identity": "bob"}}}
+        res = await http.post(
+            f"/threads/{tid}/runs/wait",
+            json={"assistant_id": "whoami", "input": {}, "config": forged},
+        )
+        assert res.status_code == 422, res.text
 
 
 async def cli(data_dir: Path, database_url: str, *args: str) -> str:
