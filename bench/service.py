@@ -62,6 +62,9 @@ class Server:
             "THREADLINE_WORKERS": str(workers),
             "THREADLINE_POOL_MAX_SIZE": str(pool_size),
             "THREADLINE_LOG_LEVEL": "warning",
+            # The floor runs in this process with this environment's sandbox setting: the
+            # service gets the same one, so both confine their commands or neither does.
+            "THREADLINE_SANDBOX": os.environ.get("THREADLINE_SANDBOX", "auto"),
             **(extra_env or {}),
         }
         self.cmd = [sys.executable, "-m", module, "serve"]
