@@ -76,7 +76,13 @@ class ToolResult:
 
 
 def truncate(text: str, cap: int = MAX_OUTPUT_CHARS) -> str:
-    """Keep the head and tail of ``text`` within ``cap`` characters, saying what was cut."""
+    """Keep the head and tail of ``text`` within ``cap`` characters, saying what was cut.
+
+    NUL characters (a binary file's bytes, say) become U+FFFD: PostgreSQL's ``jsonb``, where
+    the audit log and the thread's last values live, cannot store them, and a tool's output must
+    never be what breaks its run."""
+    if "\0" in text:
+        text = text.replace("\0", "\ufffd")
     if len(text) <= cap:
         return text
     keep = cap // 2

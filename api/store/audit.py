@@ -8,6 +8,8 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
+from api.store.rows import storable
+
 
 async def record_decision(
     conn: AsyncConnection[Any],
@@ -60,15 +62,17 @@ async def record_tool(
             f"{thread_id}:{call_id}",
             attempt,
             Jsonb(
-                {
-                    "args": args,
-                    "ok": event.get("ok"),
-                    "duration": event.get("duration"),
-                    "output": str(event.get("output", ""))[:500],
-                    # The whole result (already capped by the tool): a re-run of the call after
-                    # a crash returns it instead of executing again.
-                    "result": event.get("result"),
-                }
+                storable(
+                    {
+                        "args": args,
+                        "ok": event.get("ok"),
+                        "duration": event.get("duration"),
+                        "output": str(event.get("output", ""))[:500],
+                        # The whole result (already capped by the tool): a re-run of the call after
+                        # a crash returns it instead of executing again.
+                        "result": event.get("result"),
+                    }
+                )
             ),
         ),
     )

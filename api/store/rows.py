@@ -41,3 +41,15 @@ def thread_out(row: dict[str, Any]) -> dict[str, Any]:
         "last_run": row.get("last_run"),
         "owner": row.get("owner"),
     }
+
+
+def storable(value: Any) -> Any:
+    """``value`` with NUL characters replaced (U+FFFD) in every string: ``jsonb`` cannot hold
+    them, and what a model or a tool produced must not break the record of a run."""
+    if isinstance(value, str):
+        return value.replace("\0", "\ufffd") if "\0" in value else value
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(v) for v in value]
+    return value

@@ -7,7 +7,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from api.store.rows import thread_out
+from api.store.rows import storable, thread_out
 from api.validation import check_metadata
 
 LAST_RUN = """
@@ -117,7 +117,8 @@ async def refresh_status(
         {
             "t": thread_id,
             "after": after,
-            "values": Jsonb(values) if values is not None else None,
-            "interrupts": Jsonb(interrupts) if interrupts is not None else None,
+            # What the graph produced (model output, tool results) may hold NUL: see storable.
+            "values": Jsonb(storable(values)) if values is not None else None,
+            "interrupts": Jsonb(storable(interrupts)) if interrupts is not None else None,
         },
     )

@@ -193,3 +193,28 @@ def test_a_server_a_killed_process_left_is_adopted_and_stopped_by_its_last_live_
         finish(third)  # the last live user: it stops the server
         assert postgres_of(data_dir, gone_within=10) == []
         assert not (data_dir / "postgres" / "postmaster.pid").exists()
+
+
+async def test_nul_from_a_graph_is_stored_as_a_replacement_character(runtime: Any) -> None:
+    """Model output and tool results may hold NUL, which jsonb refuses: the thread's values and
+    the audit log store U+FFFD instead of failing the run's bookkeeping."""
+    from api.store import audit, threads
+
+    async with runtime.pool.connection() as conn:
+        await threads.create(conn, "nul-thread", {})
+        await threads.refresh_status(
+            conn, "nul-thread", after="idle", values={"messages": [{"content": "a\0b"}]}
+        )
+        found = await threads.get(conn, "nul-thread")
+        assert found is not None
+        assert found["values"] == {"messages": [{"content": "a\ufffdb"}]}
+        await audit.record_tool(
+            conn,
+            thread_id="nul-thread",
+            run_id="00000000-0000-0000-0000-000000000001",
+            attempt=1,
+            event={"tool_call_id": "c1", "tool": "run_command", "ok": True, "result": "x\0y"},
+            args={"command": ["cat", "bin\0"]},
+        )
+        prior = await audit.prior_result(conn, "nul-thread", "nul-thread:c1")
+        assert prior is not None and prior["content"] == "x\ufffdy"

@@ -347,3 +347,11 @@ def test_format_command_result_variants() -> None:
     assert format_command_result(["cat"], killed).endswith("[killed by signal 9 (SIGKILL)]")
     spaced = CommandResult(exit_code=0, output="", timed_out=False, duration=0.1)
     assert format_command_result(["echo", "a b"], spaced).startswith("$ echo 'a b'\n")
+
+
+def test_nul_in_a_tools_output_is_replaced() -> None:
+    """A binary file's NUL bytes cannot reach PostgreSQL's jsonb (audit log, thread values)."""
+    from agent.tools.base import truncate
+
+    assert truncate("a\0b") == "a\ufffdb"
+    assert "\0" not in truncate("x\0" * 20_000, 100)
