@@ -3,16 +3,18 @@
 - ``module_database_url``: a fresh database shared by one test module, dropped after it.
 - ``server``: one server per test module on that database, with short leases; a module sets
   ``SERVER_ENV = {...}`` to add environment variables (``THREADLINE_MAX_BODY_BYTES``, ...).
+- ``client`` / ``http``: the official SDK client and a plain ``httpx`` client on ``server``.
 - ``make_server``: a factory for servers a test starts, kills and restarts itself; every one is
   killed at teardown, with the tool processes a killed server left behind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from eval.harness import ServerProcess, kill_strays
@@ -73,3 +75,18 @@ def make_server() -> Iterator[Callable[..., ServerProcess]]:
             proc.stop()
         for data_dir in {proc.data_dir for proc in made}:
             kill_strays(data_dir)
+
+
+@pytest.fixture
+def client(server: ServerProcess) -> Any:
+    """The official ``langgraph-sdk`` client on the module's server."""
+    from langgraph_sdk import get_client
+
+    return get_client(url=server.url)
+
+
+@pytest.fixture
+async def http(server: ServerProcess) -> AsyncIterator[httpx.AsyncClient]:
+    """A plain HTTP client on the module's server (reads wait up to 60 s)."""
+    async with httpx.AsyncClient(base_url=server.url, timeout=httpx.Timeout(10.0, read=60.0)) as c:
+        yield c

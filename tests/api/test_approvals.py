@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
 
 from eval.harness import ServerProcess, workspace_path
@@ -46,17 +45,6 @@ def interrupts_in(parts: list[Any]) -> list[dict[str, Any]]:
 
 def custom_of(parts: list[Any], kind: str) -> list[dict[str, Any]]:
     return [p.data for p in parts if p.event == "custom" and p.data.get("type") == kind]
-
-
-@pytest.fixture
-def client(server: ServerProcess) -> Any:
-    return get_client(url=server.url)
-
-
-@pytest.fixture
-async def http(server: ServerProcess) -> Any:
-    async with httpx.AsyncClient(base_url=server.url, timeout=30.0) as c:
-        yield c
 
 
 async def start_interrupted(client: Any, payload: dict[str, Any]) -> tuple[str, list[Any]]:

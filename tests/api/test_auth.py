@@ -22,7 +22,6 @@ from langgraph_sdk import get_client
 from eval.harness import ServerProcess
 from tests.api.conftest import FAST
 from tests.conftest import scrubbed_environ
-from tests.utils.db import create_database, drop_database
 from tests.utils.keys import create_key, threadline
 
 AUTH_PY = """
@@ -86,15 +85,6 @@ graph = builder.compile()
 """
 GREET = {"task": {"name": "greet", "params": {"name": "Ada"}}}
 COUNTER = {"task": {"name": "counter", "params": {"n": 1, "delay": 0}}}
-
-
-@pytest.fixture
-def own_database(pg_admin_url: str) -> Iterator[str]:
-    url = create_database(pg_admin_url)
-    try:
-        yield url
-    finally:
-        drop_database(pg_admin_url, url)
 
 
 def headers_for(token: str | None, scheme: str = "bearer") -> dict[str, str]:
@@ -208,7 +198,7 @@ async def check_unauthenticated(url: str, bad: dict[str, str]) -> None:
 
 
 async def test_custom_auth_from_langgraph_json(
-    make_server: Any, own_database: str, tmp_path: Path
+    make_server: Any, database_url: str, tmp_path: Path
 ) -> None:
     (tmp_path / "auth.py").write_text(AUTH_PY)
     (tmp_path / "whoami.py").write_text(WHOAMI_PY)
@@ -216,7 +206,7 @@ async def test_custom_auth_from_langgraph_json(
     config.write_text(
         json.dumps({"graphs": {"whoami": "./whoami.py:graph"}, "auth": {"path": "./auth.py:auth"}})
     )
-    proc = make_server(own_database, tmp_path / "data", config=config, name="custom-auth")
+    proc = make_server(database_url, tmp_path / "data", config=config, name="custom-auth")
     proc.start()
     alice, bob = headers_for("alice-token"), headers_for("bob-token")
     await check_unauthenticated(proc.url, headers_for("mallory-token"))
@@ -262,13 +252,13 @@ async def cli_key(data_dir: Path, database_url: str, identity: str, *perms: str)
     return await asyncio.to_thread(create_key, data_dir, database_url, identity, *perms)
 
 
-async def test_built_in_keys(make_server: Any, own_database: str, tmp_path: Path) -> None:
+async def test_built_in_keys(make_server: Any, database_url: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    proc = make_server(own_database, data, env={"THREADLINE_AUTH": "keys"}, name="keys")
+    proc = make_server(database_url, data, env={"THREADLINE_AUTH": "keys"}, name="keys")
     proc.start()
-    alice_key = await cli_key(data, own_database, "alice")
-    bob_key = await cli_key(data, own_database, "bob")
-    reviewer_key = await cli_key(data, own_database, "rita", "threadline:review")
+    alice_key = await cli_key(data, database_url, "alice")
+    bob_key = await cli_key(data, database_url, "bob")
+    reviewer_key = await cli_key(data, database_url, "rita", "threadline:review")
     alice, bob = headers_for(alice_key, "x-api-key"), headers_for(bob_key, "bearer")
     await check_unauthenticated(proc.url, headers_for("tl_0000_wrong", "x-api-key"))
     await check_isolation(proc.url, alice, bob)
@@ -290,26 +280,26 @@ async def test_built_in_keys(make_server: Any, own_database: str, tmp_path: Path
         assert info["auth"] == "keys"
     # Listing and revoking.
     key_id = bob_key.split("_")[1]
-    listed = await cli(data, own_database, "keys", "list")
+    listed = await cli(data, database_url, "keys", "list")
     assert key_id in listed and "bob" in listed and bob_key not in listed
-    await cli(data, own_database, "keys", "revoke", key_id)
+    await cli(data, database_url, "keys", "revoke", key_id)
     async with httpx.AsyncClient(base_url=proc.url, headers=bob, timeout=30) as http:
         assert (await http.post("/threads/search", json={})).status_code == 401
 
 
 async def test_an_approve_permission_binds_owners_too(
-    make_server: Any, own_database: str, tmp_path: Path
+    make_server: Any, database_url: str, tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
     proc = make_server(
-        own_database,
+        database_url,
         data,
         env={"THREADLINE_AUTH": "keys", "THREADLINE_APPROVE_PERMISSION": "approve"},
         name="approve-permission",
     )
     proc.start()
-    owner = headers_for(await cli_key(data, own_database, "olga"), "x-api-key")
-    approver = headers_for(await cli_key(data, own_database, "olga", "approve"), "x-api-key")
+    owner = headers_for(await cli_key(data, database_url, "olga"), "x-api-key")
+    approver = headers_for(await cli_key(data, database_url, "olga", "approve"), "x-api-key")
     ids = await alice_flow(proc.url, owner)
     async with httpx.AsyncClient(base_url=proc.url, headers=owner, timeout=60) as http:
         res = await http.post(
@@ -406,9 +396,9 @@ async def test_host_is_checked_against_dns_rebinding(browser_server: ServerProce
         assert info["auth"] == "none"
 
 
-def test_without_auth_a_public_address_refuses_to_start(tmp_path: Path, own_database: str) -> None:
+def test_without_auth_a_public_address_refuses_to_start(tmp_path: Path, database_url: str) -> None:
     env = scrubbed_environ()
-    env.update({"DATABASE_URL": own_database, "THREADLINE_DATA_DIR": str(tmp_path / "data")})
+    env.update({"DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(tmp_path / "data")})
     out = subprocess.run(
         [sys.executable, "-m", "api.cli", "serve", "--host", "0.0.0.0", "--port", "0"],
         env=env,

@@ -15,7 +15,6 @@ import psycopg
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph_sdk import get_client
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
 from agent import ApprovalPolicy, Limits, build_graph
@@ -45,11 +44,6 @@ def checkpoint_rows(database_url: str, thread_id: str) -> dict[str, int]:
             ).fetchone()[0]  # type: ignore[index]
             for table in ("checkpoints", "checkpoint_writes")
         }
-
-
-@pytest.fixture
-def client(server: ServerProcess) -> Any:
-    return get_client(url=server.url)
 
 
 async def run_to_end(client: Any, thread_id: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,6 @@ import uuid
 from typing import Any
 
 import httpx
-import pytest
 
 from eval.harness import ServerProcess
 
@@ -31,12 +30,6 @@ def expect(response: httpx.Response, status: int, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment.lower() in detail.lower(), (fragment, detail)
     return detail
-
-
-@pytest.fixture
-async def http(server: ServerProcess) -> Any:
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
-        yield client
 
 
 async def new_thread(http: httpx.AsyncClient, **body: Any) -> str:

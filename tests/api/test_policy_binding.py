@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from langgraph_sdk import get_client
 
 from eval.harness import ServerProcess, workspace_path
 from tests.api.test_approvals import (
@@ -35,17 +34,6 @@ SERVER_ENV = {"THREADLINE_APPROVAL_POLICY": json.dumps({"edit_file": "deny"})}
 """The deployment denies edit_file, so a run that asks for it "auto" is a loosening."""
 COUNTER = {"task": {"name": "counter", "params": {"n": 2, "delay": 0}}}
 ASK_COMMANDS = {"configurable": {"approval_policy": {"run_command": "ask"}}}
-
-
-@pytest.fixture
-def client(server: ServerProcess) -> Any:
-    return get_client(url=server.url)
-
-
-@pytest.fixture
-async def http(server: ServerProcess) -> Any:
-    async with httpx.AsyncClient(base_url=server.url, timeout=60.0) as c:
-        yield c
 
 
 async def new_thread(http: httpx.AsyncClient) -> str:

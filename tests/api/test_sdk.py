@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
 from eval.harness import ServerProcess, counter_lines
@@ -38,11 +37,6 @@ async def collect(stream: Any, timeout: float = 60.0) -> list[Any]:
         return [part async for part in stream]
 
     return await asyncio.wait_for(read(), timeout)
-
-
-@pytest.fixture
-def client(server: ServerProcess) -> Any:
-    return get_client(url=server.url)
 
 
 async def test_stream_counter_event_sequence(client: Any, server: ServerProcess) -> None:

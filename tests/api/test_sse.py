@@ -21,12 +21,6 @@ def counter(n: int, delay: float) -> dict[str, Any]:
     return {"task": {"name": "counter", "params": {"n": n, "delay": delay}}}
 
 
-@pytest.fixture
-async def http(server: ServerProcess) -> Any:
-    async with httpx.AsyncClient(base_url=server.url, timeout=httpx.Timeout(10, read=30)) as c:
-        yield c
-
-
 async def new_thread(http: httpx.AsyncClient) -> str:
     response = await http.post("/threads", json={})
     assert response.status_code == 200, response.text
