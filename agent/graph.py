@@ -1,7 +1,11 @@
 """``build_graph``: the agent's StateGraph, compiled with the checkpointer it is given.
 
-START -> agent
-agent  -> tools   one Send per tool call, else -> verify
+START  -> agent
+agent  -> tools   one Send per tool call, each with its rule (auto, deny), or
+       -> review  one Send with all the step's calls when any of them asks; no calls -> verify
+review -> tools   one Send per call, the asked ones with their decisions (one interrupt for
+                  the step's asking calls; the others wait for it, as in LangChain's
+                  HumanInTheLoopMiddleware, so every call of a step runs in one superstep)
 tools  -> agent   unless a guard stops the task (stuck, budget) -> verify
 verify -> agent   when the check failed and attempts remain, else -> END
 """
@@ -10,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
@@ -22,10 +26,11 @@ from langgraph.types import RetryPolicy, Send
 
 from agent.limits import Limits, guard_reason
 from agent.nodes.agent_step import AgentStep
+from agent.nodes.review import ReviewNode, asks
 from agent.nodes.tool_call import ToolCallNode
 from agent.nodes.verify import VerifyNode
 from agent.policy import ApprovalPolicy, Decision, validate_rules
-from agent.state import AgentState, ToolTask
+from agent.state import AgentState, ReviewTask, ToolTask
 from agent.tasks import TaskCatalog
 from agent.tools import Sandbox, ToolSpec
 
@@ -73,13 +78,13 @@ def build_graph(
     *,
     model: BaseChatModel,
     tools: Sequence[ToolSpec],
-    checkpointer: BaseCheckpointSaver | None,
+    checkpointer: BaseCheckpointSaver[Any] | None,
     data_dir: Path,
     policy: ApprovalPolicy | None = None,
     limits: Limits | None = None,
     tasks: TaskCatalog | None = None,
     sandbox: Sandbox | None = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build and compile the agent graph; no side effects until it runs.
 
     ``sandbox`` confines the acceptance checks (default: ``agent.tools.default_sandbox()``);
@@ -99,7 +104,10 @@ def build_graph(
         last = state["messages"][-1] if state.get("messages") else None
         if state.get("status") == "running" and isinstance(last, AIMessage) and last.tool_calls:
             calls = rule_calls(state, config, policy=policy, tools=by_name, tasks=catalog)
-            return [Send("tools", call) for call in calls]
+            if any(asks(c, by_name) for c in calls):
+                review: ReviewTask = {"calls": calls}
+                return [Send("review", review)]
+            return [Send("tools", c) for c in calls]
         return "verify"
 
     def route_after_tools(state: AgentState) -> Literal["agent", "verify"]:
@@ -120,10 +128,13 @@ def build_graph(
         input_schema=ToolTask,
     )  # type: ignore[call-overload]  # a callable instance, not a function
     builder.add_node(
+        "review", ReviewNode(tools=tool_list), input_schema=ReviewTask, destinations=("tools",)
+    )  # type: ignore[call-overload]
+    builder.add_node(
         "verify", VerifyNode(data_dir=data_dir, limits=limits, tasks=catalog, sandbox=sandbox)
     )
     builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", route_after_agent, ["tools", "verify"])
+    builder.add_conditional_edges("agent", route_after_agent, ["tools", "review", "verify"])
     builder.add_conditional_edges("tools", route_after_tools, ["agent", "verify"])
     builder.add_conditional_edges("verify", route_after_verify, ["agent", END])
     return builder.compile(checkpointer=checkpointer, name="threadline-agent")

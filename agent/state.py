@@ -80,3 +80,14 @@ class ToolTask(TypedDict, total=False):
     """``agent.policy.Ruling.as_dict()``: the rule (auto, ask, deny), its source, the server's."""
     refusal: str
     """Set when the call must not run at all (the run's policy was malformed): the model's note."""
+    decision: dict[str, Any]
+    """An ``ask`` call's answer, from the ``review`` node that asked (``ApprovalDecision`` as a
+    dict): it runs as approved or edited, or not at all."""
+    answer_error: str
+    """Why the review's answer was unusable (it bypassed the server's checks): not run."""
+
+
+class ReviewTask(TypedDict):
+    """The payload of the ``Send`` to the review node: a step's calls that ask for approval."""
+
+    calls: list[ToolTask]

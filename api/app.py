@@ -20,22 +20,19 @@ from fastapi.staticfiles import StaticFiles
 from api import errors
 from api.auth.access import access_from
 from api.auth.guard import PUBLIC, Guard
-from api.graphs import load_graphs
-from api.hub import Hub
+from api.builtin_agent import routes as agent_routes
+from api.json_body import MAX_JSON_DEPTH
+from api.lifecycle import open_service
 from api.limits import BodyLimit
-from api.routes import runs, system, threads, workspace
-from api.runtime import BUILTIN_ASSISTANT, open_runtime
-from api.service import Service
+from api.routes import approvals, runs, system, threads
 from api.settings import Settings
 from api.validation import (
     MAX_ID_LENGTH,
-    MAX_JSON_DEPTH,
     MAX_WORKSPACE_PATH,
     METADATA_MAX_BYTES,
     METADATA_MAX_DEPTH,
     THREAD_ID_RULE,
 )
-from api.worker import Workers
 
 logger = logging.getLogger(__name__)
 
@@ -139,34 +136,17 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_runtime(settings) as runtime:
-            if settings.config:
-                extra = await load_graphs(settings.config, runtime.saver)
-                if BUILTIN_ASSISTANT in extra:
-                    raise ValueError(
-                        f"{settings.config} defines a graph named {BUILTIN_ASSISTANT!r}, which is "
-                        "the built-in agent's id; rename it"
-                    )
-                runtime.graphs.update(extra)
-            hub = Hub(runtime.database.url)
-            await hub.start()
-            workers = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
-            await workers.start()
-            app.state.service = Service(runtime=runtime, hub=hub, access=access)
+        async with open_service(settings, access) as service:
+            app.state.service = service
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 # `kill -USR1 <pid>` logs every asyncio task's stack: where a stuck run waits.
                 asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
-            app.state.workers = workers
             logger.info(
                 "threadline ready: model %s, database %s",
                 settings.model_label,
-                runtime.database.mode,
+                service.runtime.database.mode,
             )
-            try:
-                yield
-            finally:
-                await workers.stop()
-                await hub.stop()
+            yield
 
     app = FastAPI(
         title="threadline",
@@ -176,11 +156,8 @@ def create_app(settings: Settings) -> FastAPI:
     )
     errors.install(app)
     app.openapi = _openapi(app, access.enabled)  # type: ignore[method-assign]
-    for module in (system, threads, runs, workspace):
+    for module in (system, threads, runs, approvals, agent_routes):
         app.include_router(module.router)
-    from api.routes import approvals
-
-    app.include_router(approvals.router)
 
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:

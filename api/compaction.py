@@ -25,6 +25,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
 
 from api.database import Pool, PooledSaver
+from api.store import runs
 
 SNAPSHOT_BLOB_SQL = """
 INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
@@ -79,7 +80,7 @@ class ThreadBusy(Exception):
 async def compact_thread(
     pool: Pool,
     saver: PooledSaver,
-    graph: Pregel,
+    graph: Pregel[Any, Any, Any, Any],
     thread_id: str,
     *,
     check_idle: bool = False,
@@ -131,18 +132,8 @@ async def compact_thread(
     async with pool.connection() as conn, conn.transaction():
         # One snapshot of the tables: a checkpoint saved meanwhile is neither seen nor deleted.
         await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        if check_idle:
-            await conn.execute(
-                "SELECT 1 FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,)
-            )
-            cur = await conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM runs WHERE thread_id = %s"
-                " AND status IN ('pending', 'running')) AS busy",
-                (thread_id,),
-            )
-            row = await cur.fetchone()
-            if row is not None and row["busy"]:
-                raise ThreadBusy(thread_id)
+        if check_idle and await runs.lock_thread(conn, thread_id):  # it has active runs
+            raise ThreadBusy(thread_id)
         cur = await conn.execute(
             "SELECT max(checkpoint_id) AS latest FROM checkpoints"
             " WHERE thread_id = %s AND checkpoint_ns = ''",

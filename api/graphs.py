@@ -48,7 +48,7 @@ def load_attr(spec: str, base: Path) -> Any:
         raise GraphConfigError(f"{target} has no attribute {attr!r}") from None
 
 
-async def _resolve(obj: Any, saver: BaseCheckpointSaver) -> Pregel:
+async def _resolve(obj: Any, saver: BaseCheckpointSaver[Any]) -> Pregel[Any, Any, Any, Any]:
     if isinstance(obj, StateGraph):
         return obj.compile(checkpointer=saver)
     if isinstance(obj, Pregel):
@@ -64,7 +64,9 @@ async def _resolve(obj: Any, saver: BaseCheckpointSaver) -> Pregel:
     )
 
 
-async def load_graphs(config_file: Path, saver: BaseCheckpointSaver) -> dict[str, Pregel]:
+async def load_graphs(
+    config_file: Path, saver: BaseCheckpointSaver[Any]
+) -> dict[str, Pregel[Any, Any, Any, Any]]:
     """Every graph the file names, compiled with ``saver``."""
     try:
         data = json.loads(await asyncio.to_thread(config_file.read_text))
@@ -76,7 +78,7 @@ async def load_graphs(config_file: Path, saver: BaseCheckpointSaver) -> dict[str
     if not isinstance(graphs, dict) or not graphs:
         raise GraphConfigError(f"{config_file} needs a non-empty 'graphs' object")
     base = config_file.absolute().parent  # noqa: ASYNC240 - path arithmetic, no I/O
-    out: dict[str, Pregel] = {}
+    out: dict[str, Pregel[Any, Any, Any, Any]] = {}
     for graph_id, spec in graphs.items():
         if isinstance(spec, dict):
             spec = spec.get("path", "")

@@ -1,4 +1,6 @@
-"""Request and response bodies, in the shapes of the LangGraph Server API that the SDK reads."""
+"""Request and response bodies, in the shapes of the LangGraph Server API that the SDK reads: the
+parts they share, and runs' and approvals' (threads' are in :mod:`api.thread_schemas`, the
+assistants' and the service's own in :mod:`api.system_schemas`)."""
 
 from __future__ import annotations
 
@@ -6,17 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
-from api.validation import (
-    MAX_ID_LENGTH,
-    MAX_OFFSET,
-    METADATA_MAX_BYTES,
-    METADATA_MAX_DEPTH,
-    THREAD_ID_PATTERN,
-    THREAD_ID_RULE,
-    check_metadata,
-)
+from api.validation import MAX_ID_LENGTH, METADATA_MAX_BYTES, METADATA_MAX_DEPTH, check_metadata
 
-ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
 RunStatus = Literal["pending", "running", "success", "error", "interrupted", "timeout"]
 StreamMode = Literal["values", "updates", "custom", "messages", "messages-tuple", "events", "debug"]
 """The LangGraph stream modes a client may name; only ``SUPPORTED_MODES`` are served."""
@@ -54,70 +47,13 @@ Metadata = Annotated[
         f"{METADATA_MAX_BYTES} bytes as compact JSON."
     ),
 ]
-ThreadIdStr = Annotated[
-    str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=THREAD_ID_PATTERN)
-]
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
-Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET, description="Skip this many (0 to 2^53 - 1).")]
 
 
 class Lenient(BaseModel):
     """SDK clients send fields this service does not use; they are ignored, not refused."""
 
     model_config = ConfigDict(extra="ignore")
-
-
-class ThreadCreate(Lenient):
-    thread_id: ThreadIdStr | None = Field(None, description=f"A thread id: {THREAD_ID_RULE}.")
-    metadata: Metadata = Field(default_factory=dict)
-    if_exists: Literal["raise", "do_nothing"] = "raise"
-
-
-class ThreadPatch(Lenient):
-    metadata: Metadata = Field(default_factory=dict)
-    """Merged into the thread's (top-level keys replace); the result keeps the same limits."""
-
-
-ThreadField = Literal[
-    "thread_id",
-    "created_at",
-    "updated_at",
-    "metadata",
-    "status",
-    "values",
-    "interrupts",
-    "last_run",
-]
-
-
-class ThreadSearch(Lenient):
-    metadata: Metadata | None = None
-    status: ThreadStatus | None = None
-    limit: int = Field(10, ge=1, le=1000)
-    offset: Offset = 0
-    select: list[ThreadField] | None = None
-    """Only these fields of each thread (the SDK's ``select``): leave ``values`` out of a list."""
-
-
-class ThreadPrune(Lenient):
-    """``POST /threads/prune`` (the SDK's ``client.threads.prune``)."""
-
-    thread_ids: list[ThreadIdStr] = Field(min_length=1, max_length=1000)
-    strategy: Literal["delete", "keep_latest"] = "delete"
-
-
-class CheckpointRef(Lenient):
-    """A checkpoint, as the SDK names one (``checkpoint_map`` and the like are ignored)."""
-
-    thread_id: Id | None = None
-    checkpoint_ns: str = Field("", max_length=MAX_ID_LENGTH)
-    checkpoint_id: Id | None = None
-
-
-class HistoryQuery(Lenient):
-    limit: int = Field(10, ge=1, le=1000)
-    before: CheckpointRef | Id | None = None
-    """Checkpoints older than this one: its id, or the checkpoint object the SDK sends."""
 
 
 class RunConfig(BaseModel):
@@ -151,6 +87,14 @@ class CommandBody(Lenient):
     goto: Any = None
 
 
+class RunCheckpoint(Lenient):
+    """A checkpoint of the run's thread to start from, as the SDK names one."""
+
+    checkpoint_id: Id
+    checkpoint_ns: str = Field("", max_length=MAX_ID_LENGTH)
+    thread_id: Id | None = None
+
+
 class RunCreate(Lenient):
     """Run-create body (``POST /threads/{thread_id}/runs``, ``/runs/stream``, ``/runs/wait``)."""
 
@@ -177,9 +121,18 @@ class RunCreate(Lenient):
     ] = "reject"
     on_disconnect: Literal["cancel", "continue"] = "continue"
     if_not_exists: Literal["reject", "create"] = "reject"
+    checkpoint: RunCheckpoint | None = None
+    """Start from this checkpoint of the thread instead of its latest (a fork: the UI's
+    regenerate and edit-message). A resume must name the latest one (or none)."""
+    checkpoint_id: Id | None = None
+    """The same as ``checkpoint`` with only its id."""
 
     @model_validator(mode="after")
     def one_kind_of_input(self) -> RunCreate:
+        if self.command is not None and self.input == {}:
+            self.input = None  # useStream sends an empty input beside a command: none
+        if self.checkpoint is None and self.checkpoint_id is not None:
+            self.checkpoint = RunCheckpoint(checkpoint_id=self.checkpoint_id)
         if self.input is not None and self.command is not None:
             raise ValueError("send either 'input' or 'command', not both")
         if self.multitask_strategy in ("interrupt", "rollback"):
@@ -193,24 +146,75 @@ class RunCreate(Lenient):
         return [self.stream_mode] if isinstance(self.stream_mode, str) else list(self.stream_mode)
 
 
+_DECISION_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "object",
+            "title": "ApproveDecision",
+            "properties": {"type": {"const": "approve"}},
+            "required": ["type"],
+        },
+        {
+            "type": "object",
+            "title": "EditDecision",
+            "properties": {
+                "type": {"const": "edit"},
+                "edited_action": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "args": {"type": "object"}},
+                    "required": ["name", "args"],
+                    "description": "The asked tool (an edit cannot switch tools) and its full, "
+                    "edited arguments, valid under review_configs[0].args_schema.",
+                },
+            },
+            "required": ["type", "edited_action"],
+        },
+        {
+            "type": "object",
+            "title": "RejectDecision",
+            "properties": {"type": {"const": "reject"}, "message": {"type": "string"}},
+            "required": ["type"],
+        },
+    ]
+}
+Decisions = Annotated[
+    list[dict[str, Any]],
+    WithJsonSchema(
+        {
+            "type": "array",
+            "items": _DECISION_SCHEMA,
+            "minItems": 1,
+            "description": "One decision per action request of the interrupt, in their order "
+            "(LangChain's human-in-the-loop format).",
+        }
+    ),
+]
+"""Checked in full, against the asked tool, when the run is created (the graph's own check)."""
+DECISIONS_SHAPE = (
+    '{"decisions": [<one decision per action request, in their order>]}, where a decision is '
+    '{"type": "approve"}, '
+    '{"type": "edit", "edited_action": {"name": "<the asked tool>", "args": {...all arguments}}} '
+    'or {"type": "reject", "message"?: "..."}'
+)
+
+
 class ApprovalBody(Lenient):
+    """An answer to one approval interrupt: its id and ``{"decisions": [...]}``."""
+
     interrupt_id: Id
-    decision: Literal["approve", "edit", "reject"]
-    args: dict[str, Any] | None = None
-    message: str | None = None
+    decisions: Decisions
     stream_mode: StreamModes = ["updates", "custom"]
 
-
-class Thread(BaseModel):
-    thread_id: str
-    created_at: str
-    updated_at: str
-    metadata: dict[str, Any]
-    status: ThreadStatus
-    values: Any = None
-    interrupts: dict[str, Any] = Field(default_factory=dict)
-    last_run: dict[str, Any] | None = None
-    """The latest run (id, status, attempt, error): tells a died run from a finished one."""
+    @model_validator(mode="before")
+    @classmethod
+    def new_format(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "decisions" not in data:
+            old = ' (the {"decision": ...} format is gone)' if "decision" in data else ""
+            raise ValueError(
+                f'an approval is {{"interrupt_id": "...", "decisions": [...]}}{old}: '
+                f"{DECISIONS_SHAPE}"
+            )
+        return data
 
 
 class Run(BaseModel):  # type: ignore[no-redef]  # a field named "kwargs", as in the SDK
@@ -229,63 +233,6 @@ class Run(BaseModel):  # type: ignore[no-redef]  # a field named "kwargs", as in
     error: str | None = None
 
 
-class ThreadSelected(BaseModel):
-    """A thread in a search answer: with ``select``, only the fields it names."""
-
-    thread_id: str | None = None
-    created_at: str | None = None
-    updated_at: str | None = None
-    metadata: dict[str, Any] | None = None
-    status: ThreadStatus | None = None
-    values: Any = None
-    interrupts: dict[str, Any] | None = None
-    last_run: dict[str, Any] | None = None
-
-
-class CheckpointOut(BaseModel):
-    thread_id: str | None
-    checkpoint_ns: str | None
-    checkpoint_id: str | None
-
-
-class ThreadTask(BaseModel):
-    id: str
-    name: str
-    path: list[Any]
-    error: str | None
-    interrupts: list[Any]
-    checkpoint: Any = None
-    state: Any = None
-    result: Any = None
-
-
-class ThreadState(BaseModel):
-    """A checkpoint of the thread, in the SDK's ``ThreadState`` shape."""
-
-    values: Any
-    next: list[str]
-    checkpoint: CheckpointOut | None
-    metadata: Any
-    created_at: str | None
-    parent_checkpoint: CheckpointOut | None
-    tasks: list[ThreadTask]
-    interrupts: list[Any]
-
-
-class PruneResult(BaseModel):
-    pruned_count: int
-
-
-class WorkspaceEntry(BaseModel):
-    path: str
-    type: Literal["file", "dir", "symlink"]
-    size: int
-
-
-class WorkspaceListing(BaseModel):
-    files: list[WorkspaceEntry]
-
-
 class AuditEntry(BaseModel):
     id: int
     run_id: str | None
@@ -297,38 +244,3 @@ class AuditEntry(BaseModel):
     detail: Any
     actor: str | None
     created_at: str
-
-
-class Assistant(BaseModel):
-    assistant_id: str
-    graph_id: str
-    name: str
-    config: dict[str, Any]
-    metadata: dict[str, Any]
-
-
-class Health(BaseModel):
-    ok: bool
-
-
-class PolicyInfo(BaseModel):
-    rules: dict[str, Literal["auto", "ask", "deny"]]
-    """The deployment's rules (``THREADLINE_APPROVAL_POLICY``)."""
-    effective: dict[str, Literal["auto", "ask", "deny"]]
-    """Each tool's rule before a task's own rules; a run may only tighten it."""
-    run_overrides: Literal["allowed", "tighten only"]
-
-
-class Info(BaseModel):
-    version: str
-    model: str
-    database: str
-    assistants: list[str]
-    langgraph: str
-    sandbox: Literal["bwrap", "off", "unavailable"]
-    """How commands run: confined by bubblewrap, unconfined (``THREADLINE_SANDBOX=off``), or
-    refused because no sandbox can start."""
-    auth: Literal["none", "keys", "custom"]
-    authentication: str
-    insecure_no_auth: bool
-    approval_policy: PolicyInfo

@@ -9,8 +9,7 @@ import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent.limits import Limits
-from agent.policy import validate_rules
+from api.builtin_agent.rules import OFFLINE_MODEL_NAME, Limits, validate_rules
 
 
 def _default_data_dir() -> Path:
@@ -152,6 +151,4 @@ class Settings(BaseSettings):
             return f"openai:{self.openai_model}" + (
                 f" at {self.openai_base_url}" if self.openai_base_url else ""
             )
-        from agent.models import OFFLINE_MODEL_NAME
-
         return OFFLINE_MODEL_NAME

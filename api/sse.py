@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -53,7 +52,7 @@ async def run_events(
                     if not rows and resumed_past_end:
                         # Resumed at or past the end (a client that saw ``end`` and reconnected):
                         # send the end again rather than heartbeats forever.
-                        rows = await _end_at_or_before(conn, run_id, last)
+                        rows = await events.end_at_or_before(conn, run_id, last)
                 resumed_past_end = False
                 read = False
             for row in rows:
@@ -87,15 +86,6 @@ def _take_contiguous(waiter: Subscription, last: int) -> list[dict[str, Any]]:
         seq, event, data = buffer.popleft()
         rows.append({"seq": seq, "event": event, "data": data})
     return rows
-
-
-async def _end_at_or_before(conn: Any, run_id: str, seq: int) -> list[dict[str, Any]]:
-    cur = await conn.execute(
-        "SELECT seq, event, data::text AS data FROM run_events"
-        " WHERE run_id = %s AND event = 'end' AND seq <= %s",
-        (uuid.UUID(run_id), seq),
-    )
-    return list(await cur.fetchall())
 
 
 def parse_last_event_id(value: str | None) -> int:

@@ -17,14 +17,6 @@ def is_cached(data: Any) -> bool:
     return isinstance(data, dict) and bool((data.get("__metadata__") or {}).get("cached"))
 
 
-def replayed_call(data: Any) -> str | None:
-    """The tool call id of a ``custom`` event saying a call returned its recorded result instead
-    of running again (the tool node's ``tool_finished`` with ``replayed``)."""
-    if isinstance(data, dict) and data.get("type") == "tool_finished" and data.get("replayed"):
-        return str(data.get("tool_call_id"))
-    return None
-
-
 def tool_call_ids(data: Any) -> set[str]:
     """Tool call ids of the tool results in an ``updates`` chunk,
     ``{node: {"messages": [...]}}``."""

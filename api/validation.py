@@ -1,35 +1,30 @@
 """Checks at the door: what a client sends is refused (422, saying what to do) before anything
 stores it, if it could not be stored or could break a later read.
 
-Every JSON request body goes through :func:`parse_body` (the routes use :class:`CheckedRoute`):
-valid UTF-8 JSON, finite numbers, integers within 64 bits, no NUL character and no unpaired
-surrogate in any string or key (PostgreSQL text and ``jsonb`` cannot hold them), at most
-``MAX_JSON_DEPTH`` levels of nesting. Metadata has its own, smaller, limits
+Every JSON request body goes through :func:`~api.json_body.parse_body` (the routes use
+:class:`CheckedRoute`): valid UTF-8 JSON, finite numbers, integers within 64 bits, no NUL
+character and no unpaired surrogate in any string or key (PostgreSQL text and ``jsonb`` cannot
+hold them), at most ``MAX_JSON_DEPTH`` levels of nesting. Metadata has its own, smaller, limits
 (:func:`check_metadata`). Path and query parameters are bounded by the types below.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 import orjson
 from fastapi import Path, Query, Request, Response
 from fastapi.routing import APIRoute
+from starlette.datastructures import Headers
 
 from api.errors import Invalid
+from api.json_body import parse_body
 
-MAX_JSON_DEPTH = 64
-"""Levels of nesting in a request body: ``{}`` is one level, ``{"a": []}`` two."""
 METADATA_MAX_DEPTH = 16
 """Levels of nesting in thread and run metadata (the metadata object itself is one level)."""
 METADATA_MAX_BYTES = 65_536
 """Thread or run metadata as compact UTF-8 JSON; for a thread, after a PATCH merged into it."""
-MAX_INT = 2**63 - 1
-"""Integers anywhere in a body fit PostgreSQL's ``bigint``: -2^63 .. 2^63 - 1."""
-MIN_INT = -(2**63)
 MAX_OFFSET = 2**53 - 1
 """Offsets and ``after_id``: the largest integer every JSON client (JavaScript's too) reads
 exactly, and far past any table's end."""
@@ -61,138 +56,6 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items
 Offset = Annotated[
     int, Query(ge=0, le=MAX_OFFSET, description="Skip this many items (0 to 2^53 - 1).")
 ]
-
-
-class _OutOfRange(int):
-    """An integer literal outside 64 bits, kept as its text (see ``_find_big_int``)."""
-
-    literal: str
-
-
-def _bounded_int(text: str) -> int:
-    value = int(text) if len(text) < 4300 else None  # Python refuses longer ones itself
-    if value is not None and MIN_INT <= value <= MAX_INT:
-        return value
-    marker = _OutOfRange(0)
-    marker.literal = text
-    return marker
-
-
-def _render(path: tuple[Any, ...]) -> str:
-    """``metadata.tags.0``: where in the body (long paths and keys shortened)."""
-    parts = []
-    for p in path:
-        text = str(p) if str(p).isprintable() else repr(p)
-        parts.append(text if len(text) <= 40 else text[:37] + "...")
-    if len(parts) > 8:
-        parts = [*parts[:3], f"...({len(parts) - 6} more)...", *parts[-3:]]
-    return ".".join(parts) or "body"
-
-
-def _position(err: orjson.JSONDecodeError) -> str:
-    return f"line {err.lineno}, column {err.colno}"
-
-
-def _explain_decode_error(body: bytes, err: orjson.JSONDecodeError) -> str:
-    """What is wrong with a body orjson could not parse, and what to send instead."""
-    message = str(err.msg)
-    rest = body[err.pos : err.pos + 9].lstrip(b"-")
-    if rest.startswith((b"NaN", b"Infinity")):
-        return (
-            "the body is not valid JSON: NaN and Infinity are not JSON numbers "
-            f"({_position(err)}); send a finite number, or null"
-        )
-    if "infinity" in message:
-        return (
-            f"the body has a number too large to be finite ({_position(err)}); send numbers "
-            "within ±1.7e308, or large values as strings"
-        )
-    if "surrogate" in message and "UTF-8" not in message:
-        return (
-            f"the body has a string with an unpaired surrogate escape such as \\ud800 "
-            f"({_position(err)}), which is not Unicode text; pair each high surrogate with a "
-            "low one, or remove it"
-        )
-    if body.startswith(b"\xef\xbb\xbf"):
-        return "the body starts with a byte order mark; send the JSON without one"
-    if "UTF-8" in message:
-        return f"the body is not valid UTF-8 ({_position(err)}); send JSON encoded as UTF-8"
-    if "depth" in message or "recursion" in message:
-        return (
-            f"the body is nested more than {MAX_JSON_DEPTH} levels deep; send a flatter structure"
-        )
-    return f"the body is not valid JSON ({message}, {_position(err)}); send a JSON object"
-
-
-def _walk(value: Any, path: tuple[Any, ...], depth: int, nul: bool) -> None:
-    """Depth (and, when ``nul``, NUL characters) of a parsed body; raises Invalid at the first
-    problem, naming where it is."""
-    if isinstance(value, str):
-        if nul and "\x00" in value:
-            raise _nul(path)
-        return
-    if isinstance(value, dict):
-        items: Any = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        if isinstance(value, _OutOfRange):
-            raise Invalid(
-                f"Invalid request: {_render(path)}: the integer {value.literal[:30]}"
-                f"{'...' if len(value.literal) > 30 else ''} is outside the 64-bit range "
-                "(-2^63 to 2^63 - 1); send it as a string."
-            )
-        return
-    if depth > MAX_JSON_DEPTH:
-        raise Invalid(
-            f"Invalid request: {_render(path)}: nested more than {MAX_JSON_DEPTH} levels deep "
-            "(counting from the body); send a flatter structure."
-        )
-    for key, item in items:
-        if nul and isinstance(key, str) and "\x00" in key:
-            raise _nul((*path, key))
-        _walk(item, (*path, key), depth + 1, nul)
-
-
-def _nul(path: tuple[Any, ...]) -> Invalid:
-    return Invalid(
-        f"Invalid request: {_render(path)}: text contains a NUL character (\\u0000), which "
-        "cannot be stored; remove it (send binary data base64-encoded, or as a workspace file)."
-    )
-
-
-_LONG_DIGITS = re.compile(rb"\d{19,}")
-
-
-def parse_body(body: bytes) -> Any:
-    """Parse a JSON request body strictly, or raise Invalid (422) with what to change."""
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError as err:
-        raise Invalid(
-            f"Invalid request: {_explain_decode_error(body, err)}. See /docs for the schema."
-        ) from None
-    # A NUL can only come in as the escape \u0000 (a raw control character is not JSON).
-    _walk(value, (), 1, b"\\u0000" in body)
-    if _LONG_DIGITS.search(body):
-        # Maybe an integer beyond 64 bits, which orjson turns into a float: find it exactly.
-        try:
-            exact = json.loads(body, parse_int=_bounded_int)
-        except ValueError:  # orjson read it; this is only a second look at its integers
-            return value
-        _walk(exact, (), 1, False)
-    return value
-
-
-def check_text(value: str, what: str) -> str:
-    """A string that PostgreSQL can store: no NUL, no unpaired surrogate."""
-    if "\x00" in value:
-        raise ValueError(f"{what} contains a NUL character (\\u0000); remove it")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{what} contains an unpaired surrogate; send valid Unicode") from None
-    return value
 
 
 def _depth(value: Any) -> int:
@@ -232,7 +95,9 @@ class CheckedRoute(APIRoute):
     """A route whose JSON body is parsed by :func:`parse_body` before FastAPI reads it.
 
     FastAPI then validates the already-parsed value (``Request.json()`` returns it), so a body
-    is parsed once. The content type decides, as before, whether the body is taken as JSON.
+    is parsed once. A body labelled ``text/plain`` (or not labelled) is taken as JSON too, as
+    LangGraph Server takes it: the JS SDK in a browser and agent-chat-ui's ``/api`` proxy send
+    JSON that way. Any other type that is not JSON is refused (422) as before.
     """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -244,9 +109,23 @@ class CheckedRoute(APIRoute):
             body = await request.body()
             if body:
                 request._json = parse_body(body)
+                if _unlabelled_json(request.headers.get("content-type")):
+                    _label_as_json(request)
             return await handler(request)
 
         return checked
+
+
+def _unlabelled_json(content_type: str | None) -> bool:
+    """No content type, or ``text/plain``: a JSON body sent without its label."""
+    return (content_type or "text/plain").split(";")[0].strip().lower() in ("", "text/plain")
+
+
+def _label_as_json(request: Request) -> None:
+    """Relabel the request's body as JSON (what FastAPI reads to take it as JSON)."""
+    headers = [(k, v) for k, v in request.scope["headers"] if k.lower() != b"content-type"]
+    request.scope["headers"] = [*headers, (b"content-type", b"application/json")]
+    request._headers = Headers(scope=request.scope)
 
 
 def _writes(values: Any) -> list[tuple[str, Any]]:

@@ -50,9 +50,10 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 
+from api.builtin_agent.wiring import agent_tools
 from api.compaction import compact_thread
 from api.database import PooledSaver, open_pool, prepare_schema
-from api.runtime import agent_tools, saver_concurrency
+from api.runtime import saver_concurrency
 from api.serde import dumps
 
 TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
@@ -87,7 +88,8 @@ def delta_state(snapshot_frequency: int) -> type:
     ]
     from typing import TypedDict
 
-    return TypedDict("AgentState", annotations, total=False)  # type: ignore[operator]
+    made: type = TypedDict("AgentState", annotations, total=False)  # type: ignore[misc]
+    return made
 
 
 def reducer_state() -> type:
@@ -100,7 +102,8 @@ def reducer_state() -> type:
 
     annotations = dict(AgentState.__annotations__)
     annotations["messages"] = Annotated[list[AnyMessage], add_messages]
-    return TypedDict("AgentState", annotations, total=False)  # type: ignore[operator]
+    made: type = TypedDict("AgentState", annotations, total=False)  # type: ignore[misc]
+    return made
 
 
 def apply_state(state: type) -> Callable[[], None]:

@@ -368,7 +368,7 @@ def resume_latency(
     repeats = args.resume_repeats or (2 if args.quick else 5)
     out: dict[str, Any] = {}
     # The agent's messages are a DeltaChannel now, so the service as it is covers that case.
-    for variant, module, times in (("service", "api.cli", repeats),):
+    for variant, module, times in (("service", "cli", repeats),):
         if not times:
             continue
         say(f"bench: resume after kill -9 ({variant}), {times} times")

@@ -11,8 +11,9 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from api.builtin_agent.wiring import build_agent
 from api.database import PooledSaver, open_pool, prepare_schema
-from api.runtime import build_agent, saver_concurrency
+from api.runtime import saver_concurrency
 from api.settings import Settings
 from bench.measure import PgSampler, ProcSampler, RunResult, drive, summarize
 

@@ -115,12 +115,6 @@ def snapshot() -> dict[str, Any]:
     }
 
 
-def reset() -> None:
-    COUNTS.clear()
-    CHECKOUTS.clear()
-    WAITING.update(max=0, sum=0, samples=0)
-
-
 def pool_diff(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
     """Pool queueing between two snapshots: checkouts, how many waited and how long."""
     a, b = after["pool"], before["pool"]
@@ -160,6 +154,6 @@ if __name__ == "__main__":
     atexit.register(_dump)
     # SIGUSR2: the app itself takes SIGUSR1 (it logs every asyncio task's stack).
     signal.signal(signal.SIGUSR2, lambda *_: _dump())
-    from api.cli import main
+    from cli.main import main
 
     main(sys.argv[1:])

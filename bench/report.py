@@ -16,7 +16,7 @@ def ratio(a: float | None, b: float | None) -> float | None:
 def per_run_ms(usage: dict[str, Any], key: str, runs: int) -> float | None:
     if not runs or usage.get(key) is None:
         return None
-    return round(1000 * usage[key] / runs, 1)
+    return round(1000 * float(usage[key]) / runs, 1)
 
 
 def ratios(level: dict[str, Any]) -> dict[str, float | None]:
@@ -292,7 +292,7 @@ def checkpoints_markdown(c: dict[str, Any], result: dict[str, Any]) -> str:
         title = (
             f"{block.get('files')} files in the workspace (a listing of ~1 KB per tool result)"
             if key == "files"
-            else "empty workspace (tiny tool results: the brief's case)"
+            else "empty workspace (tiny tool results)"
         )
         out += [
             f"**{title}** — {steps} agent steps of one `list_files` call each (scripted "

@@ -35,7 +35,7 @@ from eval.harness import ServerProcess, counter_lines, read_sse
 class ModuleServer(ServerProcess):
     """A ``ServerProcess`` started as ``python -m <module> serve``."""
 
-    def __init__(self, *args: Any, module: str = "api.cli", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, module: str = "cli", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.module = module
 
@@ -124,7 +124,7 @@ async def run(
     delay: float = 0.3,
     kill_after: int = 2,
     timeout: float = 120.0,
-    module: str = "api.cli",
+    module: str = "cli",
 ) -> dict[str, Any]:
     """``repeats`` kill/restart cycles on one server (see the module docstring)."""
     samples: list[dict[str, Any]] = []

@@ -39,7 +39,7 @@ def free_port() -> int:
 
 
 class Server:
-    """``python -m api.cli serve`` on a free port; logs to a file; stopped with SIGTERM."""
+    """``python -m cli serve`` on a free port; logs to a file; stopped with SIGTERM."""
 
     def __init__(
         self,
@@ -49,7 +49,7 @@ class Server:
         workers: int,
         pool_size: int,
         log_path: Path,
-        module: str = "api.cli",
+        module: str = "cli",
         extra_env: dict[str, str] | None = None,
     ) -> None:
         self.port = free_port()

@@ -2,8 +2,10 @@
 
 With the official ``langgraph_sdk`` client: create the thread, start the run, read its stream to
 the end (reconnecting with ``Last-Event-ID`` after any drop, :mod:`eval.streams`), answer every
-pending approval with the runner's decision (all parallel asks in one resume), repeat until no
-approval is pending; then read the final state, the audit log and, for ``counter``, the file.
+pending approval with the runner's decision (one decision for each call an approval asks about:
+the built-in agent asks about all of a step's parallel calls in one interrupt; every pending
+interrupt in one resume), repeat until no approval is pending; then read the final state, the
+audit log and, for ``counter``, the file.
 
 Every call survives a server that is being killed and restarted: reads are retried; a run is
 created at most once per step (each carries an ``eval_key`` in its metadata, and a retry first
@@ -80,10 +82,21 @@ def repeated_file_effects(tool_rows: Sequence[dict[str, Any]]) -> int:
     return sum(n - 1 for n in succeeded.values())
 
 
-def approval_answer(decision: str) -> dict[str, Any]:
+def asked_calls(value: Any) -> int:
+    """How many calls an approval request asks about (its action requests); 1 for an interrupt
+    of another shape."""
+    requests = value.get("action_requests") if isinstance(value, dict) else None
+    return len(requests) if isinstance(requests, list) and requests else 1
+
+
+def approval_answer(decision: str, count: int = 1) -> dict[str, Any]:
+    """The runner's answer to an approval request of ``count`` calls (LangChain's
+    human-in-the-loop format): the same decision for each, in their order."""
     if decision == "reject":
-        return {"decision": "reject", "message": "rejected by the evaluation runner"}
-    return {"decision": decision}
+        one = {"type": "reject", "message": "rejected by the evaluation runner"}
+    else:
+        one = {"type": decision}
+    return {"decisions": [dict(one) for _ in range(count)]}
 
 
 @dataclass
@@ -158,9 +171,10 @@ class Driver:
             pending = state.get("interrupts") or []
             if not pending:
                 return
-            out["approvals"] += len(pending)
-            answer = approval_answer(self.decision)
-            body = {"command": {"resume": {i["id"]: answer for i in pending}}}
+            counts = {i["id"]: asked_calls(i.get("value")) for i in pending}
+            out["approvals"] += sum(counts.values())  # asks answered: one per asked call
+            answers = {iid: approval_answer(self.decision, n) for iid, n in counts.items()}
+            body = {"command": {"resume": answers}}
         raise RuntimeError(f"still asking for approvals after {MAX_ROUNDS} runs")
 
     async def _start_run(

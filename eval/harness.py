@@ -2,7 +2,7 @@
 
 Shared by the tests (``tests/api``) and the evaluation's crash mode (DESIGN §6, §9):
 
-- :class:`ServerProcess` runs ``python -m api.cli serve`` in its own session (a kill never reaches
+- :class:`ServerProcess` runs ``python -m cli serve`` in its own session (a kill never reaches
   the test runner), logs to a file, and starts, kills (SIGKILL), terminates (SIGTERM) and
   restarts it on the same port, so clients reconnect to the same URL.
 - :func:`read_sse` parses a raw SSE response into :class:`SSEEvent` tuples (comments included).
@@ -140,7 +140,7 @@ class ServerProcess:
         return [
             sys.executable,
             "-m",
-            "api.cli",
+            "cli",
             "serve",
             "--host",
             self.host,

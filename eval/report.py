@@ -29,7 +29,8 @@ python -m eval --from-results eval/results/A.json eval/results/B.json  # re-rend
   share of tasks where they did.
 - **steps** (model calls), **tool calls**, **tokens**: per episode, from the thread's final state
   (`usage`; the offline model estimates tokens as characters / 4). **wall**: creating the first
-  run to reading the last `end` event, approvals included. **approvals**: asks answered.
+  run to reading the last `end` event, approvals included. **approvals**: asked calls answered
+  (one decision each; the calls of one step are asked about together).
 - **duplicate effects**: a change applied twice: for `counter`, lines of `counter.txt` written
   more than once (its appends are keyed by the call's idempotency key); for every task, an
   `edit_file` or appending `write_file` call that succeeded twice. **re-executed calls**: tool

@@ -634,7 +634,7 @@ def _stats(values: list[float]) -> dict[str, float | int | None]:
 
 def ok(summary: dict[str, Any]) -> bool:
     """The durability contract held for every run."""
-    return (
+    return bool(
         summary["runs_with_problems"] == 0
         and summary["runs_unchecked"] == 0
         and summary["runs_verified"] == summary["runs_started"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from api.database import start_embedded
+from api.embedded import start_embedded
 from api.runtime import Runtime, open_runtime
 from api.settings import Settings
 from tests.utils.db import TEST_DATABASE_ENV, create_database, drop_database, embedded_data_dir

@@ -18,12 +18,19 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph.config import get_stream_writer
 
+from agent.events import (
+    BudgetEvent,
+    CallsSupersededEvent,
+    StepEvent,
+    StepFinishedEvent,
+    event_writer,
+)
 from agent.hooks import PRIOR_RESULT_KEY
 from agent.limits import Limits, budget_left
 from agent.state import AgentState, TaskSpec, Usage
 from agent.tasks import FREEFORM, TaskCatalog
+from agent.tasks.catalog import chat_task
 from agent.tools import ToolSpec, ensure_workspace
 
 SYSTEM_PROMPT = (
@@ -82,12 +89,19 @@ class AgentStep:
             # template, check and rules are the catalog's.
             spec = self.tasks.get(task["name"]).materialize(task.get("params"), workspace)
             return {**fresh, "task": spec}, [HumanMessage(spec["instruction"])]
-        ensure_workspace(self.data_dir, thread_id)
+        workspace = ensure_workspace(self.data_dir, thread_id)
         last = state["messages"][-1]
+        try:
+            named = chat_task(last.text)
+            if named is not None:
+                spec = self.tasks.get(named[0]).materialize(named[1], workspace)
+                return {**fresh, "task": spec}, [HumanMessage(spec["instruction"])]
+        except (KeyError, ValueError):
+            pass  # not a task after all (the server refuses these with a 422): free text
         freeform: TaskSpec = {
             "name": FREEFORM,
             "params": {},
-            "instruction": str(last.content),
+            "instruction": last.text,
             "check": self.tasks.check_for(None),
             "policy": {},
         }
@@ -107,7 +121,7 @@ class AgentStep:
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         started = time.monotonic()
-        write = get_stream_writer()
+        write = event_writer()
         update: dict[str, Any] = {}
         added: list[BaseMessage] = []
         if self._is_new_input(state):
@@ -115,7 +129,11 @@ class AgentStep:
             closing, closed_ids = await close_unanswered_calls(state.get("messages") or [], config)
             if closed_ids:
                 added = [*closing, *added]
-                write({"type": "calls_superseded", "tool_call_ids": closed_ids})
+                superseded: CallsSupersededEvent = {
+                    "type": "calls_superseded",
+                    "tool_call_ids": closed_ids,
+                }
+                write(superseded)
         elif not state.get("messages"):
             raise ValueError("the input needs 'messages' or a 'task'")
         usage: Usage = {**(update.get("usage") or state.get("usage") or zero_usage())}
@@ -129,11 +147,15 @@ class AgentStep:
         )
         step = usage["steps"] + 1
         if usage["seconds"] >= self.limits.max_seconds:
-            write(
-                {"type": "budget", "exceeded": "seconds", "left": budget_left(usage, self.limits)}
-            )
+            spent: BudgetEvent = {
+                "type": "budget",
+                "exceeded": "seconds",
+                "left": budget_left(usage, self.limits),
+            }
+            write(spent)
             return {**update, "messages": added, "usage": usage, "status": "budget_exceeded"}
-        write({"type": "step", "node": "agent", "step": step})
+        starting: StepEvent = {"type": "step", "node": "agent", "step": step}
+        write(starting)
         response = await self.bound.ainvoke([self.system, *messages], config)
         if not isinstance(response, AIMessage):  # pragma: no cover - chat models return AIMessage
             response = AIMessage(content=str(response.content))
@@ -142,16 +164,16 @@ class AgentStep:
         usage["tokens"] += tokens
         usage["seconds"] += time.monotonic() - started
         status = "running" if response.tool_calls else "agent_done"
-        write(
-            {
-                "type": "step_finished",
-                "node": "agent",
-                "step": step,
-                "tool_calls": [{"name": c["name"], "id": c["id"]} for c in response.tool_calls],
-                "tokens": tokens,
-            }
-        )
-        write({"type": "budget", "left": budget_left(usage, self.limits)})
+        answered: StepFinishedEvent = {
+            "type": "step_finished",
+            "node": "agent",
+            "step": step,
+            "tool_calls": [{"name": c["name"], "id": str(c["id"])} for c in response.tool_calls],
+            "tokens": tokens,
+        }
+        write(answered)
+        left: BudgetEvent = {"type": "budget", "left": budget_left(usage, self.limits)}
+        write(left)
         out: dict[str, Any] = {
             **update,
             "messages": [*added, response],

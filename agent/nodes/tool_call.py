@@ -2,7 +2,7 @@
 
 A call that finished before a crash is never run again: its ``ToolMessage`` is already a saved
 pending write of the interrupted step, and LangGraph re-runs only the unfinished tasks. An ``ask``
-call raises ``interrupt()`` before anything else, so nothing has happened when it waits.
+call comes with its answer from the ``review`` node, which asked before anything ran.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_stream_writer
 from langgraph.types import interrupt
 
-from agent.approval import approval_request, parse_decision
+from agent.approval import ApprovalDecision, AskedCall, approval_request, parse_decisions
+from agent.events import ToolExecution, ToolFinishedEvent, ToolStartedEvent, event_writer
 from agent.hooks import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
 from agent.limits import Limits
 from agent.nodes.agent_step import thread_id_of
@@ -67,6 +67,23 @@ class ToolCallNode:
         )
         return {"rule": rule, "source": source, "server_rule": rule}
 
+    def _decision(
+        self, task: ToolTask, tool: ToolSpec, call: dict[str, Any]
+    ) -> ApprovalDecision | str:
+        """An ``ask`` call's answer: the review node's (in the payload), else (a payload from
+        before calls were reviewed by step) asked here, first thing in the task: on resume the
+        node re-runs from here, side-effect free. A string: why it does not run."""
+        if "answer_error" in task:
+            return f"The approval answer was invalid ({task['answer_error']}); not run."
+        if "decision" in task:
+            return ApprovalDecision(**task["decision"])
+        asked = AskedCall(tool=tool, call_id=call["id"], args=call["args"], ruling=task["ruling"])
+        answer = interrupt(approval_request([asked]))
+        try:
+            return parse_decisions(answer, [tool], [tool.name])[0]
+        except ValueError as err:
+            return f"The approval answer was invalid ({err}); not run."
+
     async def __call__(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
         call: dict[str, Any] = dict(task["tool_call"])
         tool = self.by_name.get(call["name"])
@@ -91,14 +108,9 @@ class ToolCallNode:
                 ok=False,
             )
         if rule == "ask":
-            # First thing in the task: on resume the node re-runs from here, side-effect free.
-            answer = interrupt(approval_request(tool, call["id"], args, ruling))
-            try:
-                decision = parse_decision(answer, tool)
-            except ValueError as err:
-                return _message(
-                    call, f"The approval answer was invalid ({err}); not run.", ok=False
-                )
+            decision = self._decision(task, tool, call)
+            if isinstance(decision, str):
+                return _message(call, decision, ok=False)
             if decision.decision == "reject":
                 note = decision.message or "no reason given"
                 return _message(
@@ -108,26 +120,31 @@ class ToolCallNode:
                 )
             if decision.decision == "edit" and decision.args is not None:
                 args = decision.args
-        write = get_stream_writer()
+        write = event_writer()
         key = f"{thread_id_of(config)}:{call['id']}"
         lookup = configurable.get(PRIOR_RESULT_KEY)
         prior = await lookup(key) if lookup is not None else None
         if prior is not None:
-            write(
-                {
-                    "type": "tool_finished",
-                    "tool_call_id": call["id"],
-                    "tool": tool.name,
-                    "ok": prior["ok"],
-                    "duration": 0.0,
-                    "output": prior["content"][:2000],
-                    "replayed": True,
-                }
-            )
+            replayed: ToolFinishedEvent = {
+                "type": "tool_finished",
+                "tool_call_id": call["id"],
+                "tool": tool.name,
+                "ok": prior["ok"],
+                "duration": 0.0,
+                "output": prior["content"][:2000],
+                "replayed": True,
+            }
+            write(replayed)
             # The same message as the execution's own, so a client that already saw it can be
             # spared the copy (the service drops an update it stored in an earlier attempt).
             return _message(call, prior["content"], prior["ok"], prior.get("duration", 0.0))
-        write({"type": "tool_started", "tool_call_id": call["id"], "tool": tool.name, "args": args})
+        started_event: ToolStartedEvent = {
+            "type": "tool_started",
+            "tool_call_id": call["id"],
+            "tool": tool.name,
+            "args": args,
+        }
+        write(started_event)
         started = time.monotonic()
         ctx = ToolContext(
             workspace=ensure_workspace(self.data_dir, thread_id_of(config)),
@@ -135,7 +152,7 @@ class ToolCallNode:
         )
         result = await execute_tool(tool, ctx, args, cap=self.limits.tool_output_cap)
         duration = time.monotonic() - started
-        finished = {
+        finished: ToolFinishedEvent = {
             "type": "tool_finished",
             "tool_call_id": call["id"],
             "tool": tool.name,
@@ -146,6 +163,15 @@ class ToolCallNode:
         record = configurable.get(RECORD_TOOL_KEY)
         if record is not None:
             # Awaited before returning: the result is checkpointed only after it is recorded.
-            await record({**finished, "args": args, "result": result.content})
+            execution: ToolExecution = {
+                "tool_call_id": call["id"],
+                "tool": tool.name,
+                "ok": result.ok,
+                "duration": finished["duration"],
+                "output": finished["output"],
+                "args": args,
+                "result": result.content,
+            }
+            await record(execution)
         write(finished)
         return _message(call, result.content, result.ok, duration)

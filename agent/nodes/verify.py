@@ -9,8 +9,8 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_stream_writer
 
+from agent.events import VerifyEvent, event_writer
 from agent.limits import Limits, guard_reason
 from agent.nodes.agent_step import VERIFY_FEEDBACK_NAME, thread_id_of, zero_usage
 from agent.state import AgentState, Usage, Verdict
@@ -33,7 +33,7 @@ class VerifyNode:
     """What the check runs confined by (default: ``agent.tools.default_sandbox()``)."""
 
     async def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        write = get_stream_writer()
+        write = event_writer()
         status = state.get("status", "running")
         stop = (
             status if status in ("stuck", "budget_exceeded") else guard_reason(state, self.limits)
@@ -42,9 +42,13 @@ class VerifyNode:
         check = self.tasks.check_for(task)
         if not check:
             final = stop or "agent_done"
-            write(
-                {"type": "verify", "passed": None, "status": final, "detail": "no acceptance check"}
-            )
+            unchecked: VerifyEvent = {
+                "type": "verify",
+                "passed": None,
+                "status": final,
+                "detail": "no acceptance check",
+            }
+            write(unchecked)
             return {"status": final, "verdict": None}
         started = time.monotonic()
         refusal = ""
@@ -86,14 +90,13 @@ class VerifyNode:
             ]
         else:
             update["status"] = "failed"
-        write(
-            {
-                "type": "verify",
-                "passed": passed,
-                "status": update["status"],
-                "attempt": attempts,
-                "exit_code": verdict["exit_code"],
-                "output": verdict["output"][:2000],
-            }
-        )
+        checked: VerifyEvent = {
+            "type": "verify",
+            "passed": passed,
+            "status": update["status"],
+            "attempt": attempts,
+            "exit_code": verdict["exit_code"],
+            "output": verdict["output"][:2000],
+        }
+        write(checked)
         return update

@@ -146,8 +146,9 @@ def find_marker(messages: Sequence[BaseMessage]) -> tuple[str, dict[str, Any], i
     """The latest task marker in a human message: (task name, params, index of that message)."""
     for i in range(len(messages) - 1, -1, -1):
         msg = messages[i]
-        if isinstance(msg, HumanMessage) and isinstance(msg.content, str):
-            found = MARKER.search(msg.content)
+        if isinstance(msg, HumanMessage):
+            # Content is a string, or blocks (agent-chat-ui sends [{"type": "text", ...}]).
+            found = MARKER.search(msg.text)
             if found:
                 return found["name"], json.loads(found["params"]), i
     return None

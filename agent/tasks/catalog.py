@@ -7,6 +7,8 @@ agent looks the rest up (``TaskCatalog``) every time it needs a program or a rul
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +25,21 @@ CATALOG: dict[str, Task] = {t.name: t for t in (COUNTER, FIX_TEST, GREET, NOTES,
 
 FREEFORM = "freeform"
 """The task name of a free-text request (no catalog entry)."""
+CHAT_TASK = re.compile(r"\A\s*/task\s+(?P<name>[a-z][a-z0-9_]*)\s*(?P<params>\{.*\})?\s*\Z", re.S)
+"""A chat message that starts a catalog task, as ``{"task": ...}`` input does: ``/task NAME``
+or ``/task NAME {"param": value}`` (for chat front ends, which send only messages)."""
+
+
+def chat_task(text: str) -> tuple[str, dict[str, Any]] | None:
+    """The task and parameters a ``/task`` chat message names; ValueError when its parameters
+    are not a JSON object; None for any other message."""
+    found = CHAT_TASK.match(text)
+    if found is None:
+        return None
+    params = json.loads(found["params"]) if found["params"] else {}
+    if not isinstance(params, dict):
+        raise ValueError("the parameters of /task are a JSON object")
+    return found["name"], params
 
 
 def get_task(name: str) -> Task:

@@ -1,4 +1,5 @@
-"""``notes``: write two notes in parallel; each ``write_file`` asks for approval on its own."""
+"""``notes``: write two notes in parallel; the step's two ``write_file`` calls ask for approval
+in one request, one decision each."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ print('both notes are right')
 
 NOTES = Task(
     name="notes",
-    title="Write two notes in parallel (two approvals)",
+    title="Write two notes in parallel (two calls to approve)",
     params_model=NotesParams,
     instruction=lambda p: (
         f"Write '{p.first}' to a.txt and '{p.second}' to b.txt. The two writes are independent."

@@ -8,7 +8,8 @@ from agent.tools.base import ToolContext, ToolError, ToolResult, ToolSpec, execu
 from agent.tools.command import DEFAULT_ALLOWED_PROGRAMS, CommandResult, run_program
 from agent.tools.commands import command_tool
 from agent.tools.files import file_tools
-from agent.tools.sandbox import ResourceLimits, Sandbox, SandboxUnavailable, default_sandbox
+from agent.tools.launch import ResourceLimits
+from agent.tools.sandbox import Sandbox, SandboxUnavailable, default_sandbox
 from agent.tools.workspace import (
     WorkspacePathError,
     ensure_workspace,

@@ -55,7 +55,8 @@ enable a sandbox; ``bwrap`` is the same but the service refuses to start without
 them unconfined, as the allow-list alone did before (the service logs a warning). The
 allow-list stays a second layer either way.
 
-This module uses the standard library only (a test runs it on the system Python as uid 1000).
+This module, and :mod:`agent.tools.bwrap` and :mod:`agent.tools.launch` that it builds on, use
+the standard library only (a test runs them on the system Python as uid 1000).
 """
 
 from __future__ import annotations
@@ -66,32 +67,20 @@ import functools
 import os
 import shutil
 import signal
-import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
+
+from agent.tools.bwrap import base_args, host_layout, workspace_args
+from agent.tools.launch import SANDBOX_UID, Launch, ResourceLimits, give_tree, wrapper_args
 
 SandboxMode = Literal["auto", "bwrap", "off"]
 SandboxStatus = Literal["bwrap", "off", "unavailable"]
 """What ``/info`` reports: commands confined, run unconfined on purpose, or refused."""
 
-SANDBOX_UID = 65534
-"""The uid and gid commands run as (``nobody``), inside the sandbox and, for a root service, out."""
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 _PROBE_TIMEOUT = 10.0
-_ETC_FILES = (
-    "alternatives",
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "localtime",
-    "mime.types",
-    "nsswitch.conf",
-    "os-release",
-)
-_SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 ENABLE_HINT = (
     "install bubblewrap (`apt-get install bubblewrap`) and allow user namespaces "
     "(`sysctl user.max_user_namespaces` above 0; under Docker, run the container with "
@@ -102,131 +91,6 @@ ENABLE_HINT = (
 
 class SandboxUnavailable(Exception):
     """No sandbox can start, so commands are refused; the message says how to enable one."""
-
-
-@dataclass(frozen=True)
-class ResourceLimits:
-    """Per-process limits of a confined command (``prlimit``)."""
-
-    cpu_seconds: int = 120
-    """CPU time of each process (``RLIMIT_CPU``)."""
-    memory_bytes: int = 2 * 1024**3
-    """Address space of each process (``RLIMIT_AS``)."""
-    processes: int = 64
-    """Processes and threads of the command at once, itself included (``RLIMIT_NPROC``)."""
-    file_size_bytes: int = 256 * 1024**2
-    """Largest file it may write (``RLIMIT_FSIZE``)."""
-    tmp_bytes: int = 256 * 1024**2
-    """Size of its private ``/tmp`` and of ``/dev/shm`` (each)."""
-
-
-@dataclass
-class Launch:
-    """How to start one command: the argv, environment and descriptors for the subprocess."""
-
-    argv: list[str]
-    env: dict[str, str]
-    pass_fds: tuple[int, ...] = ()
-    confined: bool = False
-
-    def close(self) -> None:
-        """Close the descriptors handed to ``bwrap``; call once the subprocess started."""
-        for fd in self.pass_fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.pass_fds = ()
-
-    def exit_code(self, returncode: int | None) -> int | None:
-        """The command's exit code, negative for a signal as ``asyncio`` reports it unconfined.
-
-        ``bwrap`` reports a command killed by signal ``n`` as exit code ``128 + n``, as a shell
-        does; this maps it back (so a program's own ``exit(137)`` also reads as ``SIGKILL``).
-        """
-        if self.confined and returncode is not None and 128 < returncode <= 128 + 64:
-            return -(returncode - 128)
-        return returncode
-
-
-def _inside(path: str, roots: Iterable[str]) -> str | None:
-    """The first of ``roots`` that ``path`` is, or lies under."""
-    for root in roots:
-        if path == root or path.startswith(root.rstrip("/") + "/"):
-            return root
-    return None
-
-
-def _python_prefixes() -> list[str]:
-    """The directories the service's interpreter needs: its venv and base installation(s)."""
-    real_exe = os.path.realpath(sys.executable)
-    candidates = [
-        sys.prefix,
-        sys.exec_prefix,
-        sys.base_prefix,
-        sys.base_exec_prefix,
-        os.path.dirname(os.path.dirname(real_exe)),
-        os.path.dirname(sys.executable),
-    ]
-    prefixes: list[str] = []
-    for candidate in sorted({os.path.abspath(c) for c in candidates if c}, key=len):
-        if candidate != "/" and not _inside(candidate, prefixes):
-            prefixes.append(candidate)
-    return prefixes
-
-
-def _give_tree(root: Path, uid: int, gid: int) -> None:
-    """Make every entry under ``root`` owned by ``uid:gid``, never following a symlink.
-
-    ``os.fwalk`` walks by directory descriptors and checks that each directory it enters is the
-    one it listed, and ``fchownat(AT_SYMLINK_NOFOLLOW)`` changes a link itself: a command that
-    swaps a directory for a symlink while this runs cannot make it touch anything outside.
-    """
-    for _dirpath, dirnames, filenames, dirfd in os.fwalk(root, follow_symlinks=False):
-        st = os.fstat(dirfd)
-        if (st.st_uid, st.st_gid) != (uid, gid):
-            os.fchown(dirfd, uid, gid)
-        for name in (*dirnames, *filenames):
-            with contextlib.suppress(FileNotFoundError):
-                st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-                if (st.st_uid, st.st_gid) != (uid, gid):
-                    os.chown(name, uid, gid, dir_fd=dirfd, follow_symlinks=False)
-
-
-def _data_fd(text: str) -> int:
-    """A pipe's read end holding ``text``, for ``--ro-bind-data`` (small: fits the buffer)."""
-    read_end, write_end = os.pipe()
-    try:
-        os.write(write_end, text.encode())
-    finally:
-        os.close(write_end)
-    return read_end
-
-
-class _Mounts:
-    """Builds ``bwrap`` mount arguments, creating each mount point's parents with mode 0755.
-
-    (``bwrap`` 0.8 would create them 0700, which the sandbox user could not traverse.)
-    """
-
-    def __init__(self, made: Iterable[str], filled: Iterable[str]) -> None:
-        self.args: list[str] = []
-        self.made = set(made)
-        """Directories that exist in the sandbox."""
-        self.filled = list(filled)
-        """Bound host directories: everything under them exists already."""
-
-    def parents(self, dest: str) -> None:
-        for parent in reversed(Path(dest).parents):
-            path = str(parent)
-            if path not in self.made and not _inside(path, self.filled):
-                self.args += ["--perms", "0755", "--dir", path]
-                self.made.add(path)
-
-    def bind(self, option: str, src: str, dest: str) -> None:
-        self.parents(dest)
-        self.args += [option, src, dest]
-        self.made.add(dest)
-        if option in ("--ro-bind", "--bind"):
-            self.filled.append(dest)
 
 
 class Sandbox:
@@ -346,113 +210,29 @@ class Sandbox:
                     return f"bubblewrap is not installed (no {self.bwrap!r})"
                 return f"util-linux's {name} is not installed"
             self._programs[name] = found
-        system = ["/usr", *(f"/{n}" for n in _SYSTEM_DIRS if not os.path.islink(f"/{n}"))]
-        self._system = [path for path in system if os.path.isdir(path)]
-        self._prefixes = [p for p in _python_prefixes() if not _inside(p, self._system)]
-        self._base = self._base_args()
-        return None
-
-    def _base_args(self) -> list[str]:
-        """The arguments every confined command shares: namespaces and read-only system."""
-        args = [
+        self._system, self._prefixes = host_layout()
+        self._base = base_args(
             self._programs["bwrap"],
-            "--die-with-parent",
-            "--new-session",
-            "--unshare-ipc",
-            "--unshare-pid",
-            "--unshare-net",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--hostname",
-            "sandbox",
-        ]
-        if self.as_root:
-            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        else:
-            uid = str(SANDBOX_UID)
-            args += ["--unshare-user", "--uid", uid, "--gid", uid, "--disable-userns"]
-        for path in self._system:
-            args += ["--ro-bind", path, path]
-        for name in _SYSTEM_DIRS:
-            if os.path.islink(path := f"/{name}"):
-                args += ["--symlink", os.readlink(path), path]
-        tmp = str(self.limits.tmp_bytes)
-        args += [
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            *("--perms", "1777", "--size", tmp, "--tmpfs", "/tmp"),
-            *("--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm"),
-            *("--perms", "0755", "--dir", "/etc"),
-        ]
-        for name in _ETC_FILES:
-            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        return args
+            self._system,
+            as_root=self.as_root,
+            tmp_bytes=self.limits.tmp_bytes,
+        )
+        return None
 
     async def _confine(self, argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> Launch:
         if self.as_root:
-            await asyncio.to_thread(_give_tree, cwd, SANDBOX_UID, SANDBOX_UID)
+            await asyncio.to_thread(give_tree, cwd, SANDBOX_UID, SANDBOX_UID)
         return self._launch_in(argv, os.fspath(cwd), env)
 
     def _launch_in(self, argv: Sequence[str], workspace: str, env: Mapping[str, str]) -> Launch:
         """The confined launch of ``argv`` in ``workspace`` (an absolute path)."""
-        made = {"/", "/usr", "/proc", "/dev", "/dev/shm", "/tmp", "/etc"}
-        mounts = _Mounts(made=made, filled=self._system)
-        for prefix in self._prefixes:
-            mounts.bind("--ro-bind", prefix, prefix)
-        holder = _inside(workspace, mounts.filled)
-        parent = os.path.dirname(workspace)
-        if holder is not None and parent != holder:
-            # A workspace inside a read-only bound directory: hide its siblings.
-            mounts.parents(parent)
-            mounts.args += ["--tmpfs", parent]
-            mounts.made.add(parent)
-            mounts.filled.remove(holder)
-        mounts.bind("--bind", workspace, workspace)
-        uid = SANDBOX_UID
-        fds = (
-            _data_fd(
-                f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                f"sandbox:x:{uid}:{uid}:sandbox:{workspace}:/usr/sbin/nologin\n"
-            ),
-            _data_fd(f"root:x:0:\nsandbox:x:{uid}:\n"),
-            _data_fd("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"),
-        )
-        etc = []
-        for fd, name in zip(fds, ("passwd", "group", "hosts"), strict=True):
-            etc += ["--perms", "0444", "--ro-bind-data", str(fd), f"/etc/{name}"]
+        mounts, fds = workspace_args(workspace, self._system, self._prefixes)
         environment = [arg for key, value in env.items() for arg in ("--setenv", key, value)]
-        lim = self.limits
-        wrapper = []
-        if self.as_root:
-            wrapper += [
-                self._programs["setpriv"],
-                f"--reuid={uid}",
-                f"--regid={uid}",
-                "--clear-groups",
-                "--no-new-privs",
-                "--",
-                self._programs["unshare"],
-                "--user",
-                f"--map-user={uid}",
-                f"--map-group={uid}",
-                "--",
-            ]
-        wrapper += [
-            self._programs["prlimit"],
-            f"--cpu={lim.cpu_seconds}:{lim.cpu_seconds + 1}",
-            f"--as={lim.memory_bytes}",
-            f"--nproc={lim.processes}",
-            f"--fsize={lim.file_size_bytes}",
-            "--core=0",
-            "--",
-        ]
+        wrapper = wrapper_args(self._programs, self.limits, as_root=self.as_root)
         return Launch(
             argv=[
                 *self._base,
-                *mounts.args,
-                *etc,
+                *mounts,
                 *("--chdir", workspace, "--clearenv"),
                 *environment,
                 "--",

@@ -10,7 +10,7 @@
 - With authentication on, every route but ``/ok`` and the page's own files needs credentials:
   ``x-api-key``, ``Authorization: Bearer``, or the page's ``threadline_key`` cookie (sent to a
   custom authenticator as ``Authorization: Bearer <cookie>``, since ``EventSource`` cannot set
-  headers). The caller is put in ``scope["state"]["user"]``.
+  headers). The caller is set for the request (``api.auth.context.caller``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ logger = logging.getLogger(__name__)
 PUBLIC = ("/ok", "/", "/favicon.ico")
 PUBLIC_PREFIXES = ("/static/",)
 COOKIE = "threadline_key"
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -98,7 +97,6 @@ class Guard:
             response = JSONResponse({"detail": err.message}, err.status, headers=headers)
             await response(scope, receive, send)
             return
-        scope.setdefault("state", {})["user"] = user
         set_caller(user)
         await self.app(scope, receive, send)
 
@@ -144,9 +142,3 @@ class Guard:
         if user is None:
             raise Unauthorized("The API key is unknown or revoked.")
         return user
-
-
-def user_of(request: Request) -> User:
-    """The caller the guard identified (``NOBODY`` without authentication)."""
-    user = getattr(request.state, "user", None)
-    return user if isinstance(user, User) else NOBODY

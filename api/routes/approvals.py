@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from api.deps import ServiceDep
 from api.errors import Conflict, responses
 from api.schemas import ApprovalBody, AuditEntry, CommandBody, Run, RunCreate
+from api.store import audit as audit_log
 from api.validation import MAX_OFFSET, CheckedRoute, ThreadId
 
 router = APIRouter(tags=["approvals"], route_class=CheckedRoute)
@@ -24,13 +25,11 @@ async def decide(
     body: ApprovalBody,
     svc: ServiceDep,
 ) -> Any:
-    """Answer one approval request; starts (and returns) the run that resumes the thread."""
-    answer: dict[str, Any] = {"decision": body.decision}
-    if body.args is not None:
-        answer["args"] = body.args
-    if body.message is not None:
-        answer["message"] = body.message
-    assistant = await svc._assistant_of(thread_id)
+    """Answer one approval request with ``{"decisions": [...]}`` (LangChain's human-in-the-loop
+    answer, the resume value of that interrupt); starts (and returns) the run that resumes the
+    thread."""
+    answer: dict[str, Any] = {"decisions": body.decisions}
+    assistant = await svc.assistant_of(thread_id)
     # The id is explicit here: one that is not pending is a 409 naming those that are (as a
     # resume map gets), never taken for the answer to whichever interrupt is pending.
     pending = [i.id for i in (await svc.state(thread_id, assistant)).interrupts]
@@ -60,11 +59,4 @@ async def audit(
     """Every tool execution and every decision on the thread, oldest first."""
     await svc.thread(thread_id)
     async with svc.pool.connection() as conn:
-        cur = await conn.execute(
-            "SELECT id, run_id::text AS run_id, kind, tool, tool_call_id, idempotency_key, attempt,"
-            " detail, actor, created_at FROM audit_log WHERE thread_id = %s AND id > %s"
-            " ORDER BY id LIMIT %s",
-            (thread_id, after_id, limit),
-        )
-        rows = await cur.fetchall()
-    return [{**r, "created_at": r["created_at"].isoformat()} for r in rows]
+        return await audit_log.entries(conn, thread_id, after_id=after_id, limit=limit)

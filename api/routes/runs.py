@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-from fastapi import APIRouter, Header, Query, Request
-from sse_starlette import EventSourceResponse
+from fastapi import APIRouter, Header, Query
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import ServiceDep
 from api.errors import ApiError, Invalid, NotFound, responses
+from api.json_body import MAX_INT
 from api.schemas import SUPPORTED_MODES, Run, RunCreate, RunStatus
 from api.sse import parse_last_event_id, run_events, sse_response
 from api.validation import (
-    MAX_INT,
     CheckedRoute,
     Limit,
     Offset,
@@ -86,19 +87,17 @@ async def create_run(thread_id: ThreadId, body: RunCreate, svc: ServiceDep) -> A
     responses={**SSE, **CREATE_ERRORS},
 )
 async def create_and_stream(
-    thread_id: ThreadId, body: RunCreate, svc: ServiceDep, request: Request
+    thread_id: ThreadId, body: RunCreate, svc: ServiceDep
 ) -> EventSourceResponse:
     """Queue a run and stream its events (SSE); ``Location`` names the join-stream URL."""
     run = await _create(svc, thread_id, body)
     stream = run_events(svc.pool, svc.hub, run["run_id"], after=0, modes=body.modes())
     if body.on_disconnect == "cancel":
-        stream = _cancel_on_disconnect(svc, thread_id, run["run_id"], stream, request)
+        stream = _cancel_on_disconnect(svc, thread_id, run["run_id"], stream)
     return sse_response(stream, headers=_links(thread_id, run["run_id"]))
 
 
-async def _cancel_on_disconnect(
-    svc: ServiceDep, thread_id: str, run_id: str, stream: Any, request: Request
-) -> Any:
+async def _cancel_on_disconnect(svc: ServiceDep, thread_id: str, run_id: str, stream: Any) -> Any:
     ended = False
     try:
         async for event in stream:
@@ -162,7 +161,6 @@ async def join_stream(
     thread_id: ThreadId,
     run_id: RunId,
     svc: ServiceDep,
-    request: Request,
     last_event_id: str | None = Header(
         None, alias="Last-Event-ID", json_schema_extra={"pattern": EVENT_ID}
     ),
@@ -188,18 +186,73 @@ async def join_stream(
     ``stream_mode`` narrows the run's modes (the SDK sends an empty value for "all of them");
     ``cancel_on_disconnect=true`` cancels the run when this client goes away before its end.
     """
+    requested = _modes(stream_mode)
+    run = await svc.run(thread_id, run_id)
+    last = last_event_id if last_event_id is not None else last_event_id_query
+    return _join(svc, run, last, requested, cancel_on_disconnect=cancel_on_disconnect)
+
+
+def _modes(stream_mode: list[str] | None) -> list[str]:
     requested = [m for m in stream_mode or [] if m]
     unknown = [m for m in requested if m not in SUPPORTED_MODES]
     if unknown:
         raise Invalid(f"stream_mode {unknown} is not supported; use {', '.join(SUPPORTED_MODES)}")
-    run = await svc.run(thread_id, run_id)
-    after = parse_last_event_id(last_event_id if last_event_id is not None else last_event_id_query)
+    return requested
+
+
+def _join(
+    svc: ServiceDep,
+    run: dict[str, Any],
+    last_event_id: str | None,
+    requested: list[str],
+    *,
+    cancel_on_disconnect: bool = False,
+) -> EventSourceResponse:
+    thread_id, run_id = run["thread_id"], run["run_id"]
+    after = parse_last_event_id(last_event_id)
     after = min(after, MAX_INT)  # past any event there is (sequence numbers are bigints)
     modes = requested or run["kwargs"].get("stream_mode") or ["values"]
     stream = run_events(svc.pool, svc.hub, run_id, after=after, modes=modes)
     if cancel_on_disconnect:
-        stream = _cancel_on_disconnect(svc, thread_id, run_id, stream, request)
+        stream = _cancel_on_disconnect(svc, thread_id, run_id, stream)
     return sse_response(stream, headers=_links(thread_id, run_id))
+
+
+async def _nothing() -> AsyncIterator[ServerSentEvent]:
+    return
+    yield  # an async generator that ends at once
+
+
+@router.get(
+    "/threads/{thread_id}/stream",
+    response_class=EventSourceResponse,
+    responses={**SSE, **responses(404, 422)},
+)
+async def join_thread_stream(
+    thread_id: ThreadId,
+    svc: ServiceDep,
+    last_event_id: str | None = Header(
+        None, alias="Last-Event-ID", json_schema_extra={"pattern": EVENT_ID}
+    ),
+    stream_mode: list[str] | None = Query(
+        None,
+        json_schema_extra={
+            "anyOf": [
+                {"type": "array", "items": {"enum": [*SUPPORTED_MODES, ""]}},
+                {"type": "null"},
+            ]
+        },
+    ),
+) -> EventSourceResponse:
+    """Join the stream of the thread's active run (what ``useStream`` does when it reconnects):
+    what came after ``Last-Event-ID``, then live, until the run ends. ``Location`` names that
+    run's own stream. With no active run the stream ends at once, with no events."""
+    requested = _modes(stream_mode)
+    await svc.thread(thread_id)
+    run = await svc.active_run(thread_id)
+    if run is None:
+        return sse_response(_nothing())
+    return _join(svc, run, last_event_id, requested)
 
 
 @router.post(

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 
 from api.deps import ServiceDep
 from api.errors import responses
-from api.schemas import Assistant, Health, Info
+from api.system_schemas import Assistant, Health, Info
 from api.validation import AssistantId, CheckedRoute
 
 router = APIRouter(tags=["system"], route_class=CheckedRoute)
@@ -27,28 +27,21 @@ async def ok(svc: ServiceDep) -> Any:
 async def info(svc: ServiceDep) -> Any:
     """Version, model in use, database mode, assistants."""
     rt = svc.runtime
-    return {
+    out = {
         "version": version("threadline"),
         "model": rt.settings.model_label,
         "database": rt.database.mode,
         "assistants": sorted(rt.graphs),
         "langgraph": version("langgraph"),
-        # How commands run: "bwrap" (confined), "off" (unconfined, THREADLINE_SANDBOX=off) or
-        # "unavailable" (refused; the start-up log says how to enable a sandbox).
-        "sandbox": rt.sandbox.status,
         "auth": svc.access.mode,
         "authentication": (
             "no authentication" if not svc.access.enabled else f"required ({svc.access.mode})"
         ),
         "insecure_no_auth": rt.settings.insecure_no_auth and not svc.access.enabled,
-        # The deployment's rule for each tool before any task's own rules; a run may only
-        # tighten these (unless overrides are allowed).
-        "approval_policy": {
-            "rules": dict(rt.policy.rules),
-            "effective": rt.policy.effective((t.name, t.read_only) for t in rt.tools.values()),
-            "run_overrides": "allowed" if rt.policy.allow_overrides else "tighten only",
-        },
     }
+    for adapter in rt.adapters.values():  # the built-in agent's sandbox and approval policy
+        out.update(adapter.describe())
+    return out
 
 
 @router.post("/assistants/search", response_model=list[Assistant], responses=responses(403))
@@ -75,10 +68,3 @@ async def get_assistant(assistant_id: AssistantId, svc: ServiceDep) -> Any:
         "config": {},
         "metadata": {},
     }
-
-
-@router.get("/tasks")
-async def list_tasks(svc: ServiceDep) -> Any:
-    """The tasks the built-in agent can be given (shipped and the operator's), and their
-    parameters."""
-    return svc.runtime.tasks.describe()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
 import uuid
 from typing import Any, cast
 
@@ -13,7 +12,9 @@ from langgraph.types import StateSnapshot
 from api.compaction import ThreadBusy, compact_thread
 from api.deps import ServiceDep
 from api.errors import Conflict, Invalid, NotFound, responses
-from api.schemas import (
+from api.serde import to_jsonable
+from api.store import threads
+from api.thread_schemas import (
     CheckpointRef,
     HistoryQuery,
     PruneResult,
@@ -25,8 +26,6 @@ from api.schemas import (
     ThreadSelected,
     ThreadState,
 )
-from api.serde import to_jsonable
-from api.store import threads
 from api.validation import CheckedRoute, ThreadId
 
 router = APIRouter(tags=["threads"], route_class=CheckedRoute)
@@ -114,7 +113,7 @@ async def prune_threads(body: ThreadPrune, svc: ServiceDep) -> dict[str, int]:
             await _delete(svc, thread_id)
             pruned += 1
             continue
-        graph = svc.graph(await svc._assistant_of(thread_id))
+        graph = svc.graph(await svc.assistant_of(thread_id))
         try:
             done = await compact_thread(
                 svc.pool, svc.runtime.saver, graph, thread_id, check_idle=True
@@ -166,10 +165,8 @@ async def _delete(svc: Any, thread_id: str) -> None:
     async with svc.pool.connection() as conn:
         await threads.delete(conn, thread_id)
     await svc.runtime.saver.adelete_thread(thread_id)
-    from agent.tools import workspace_dir
-
-    with contextlib.suppress(ValueError):  # an id that cannot name a workspace never had one
-        shutil.rmtree(workspace_dir(svc.runtime.settings.data_dir, thread_id), ignore_errors=True)
+    for adapter in svc.runtime.adapters.values():  # the built-in agent's workspace
+        adapter.thread_deleted(thread_id)
 
 
 @router.get(
@@ -188,7 +185,7 @@ async def get_state(thread_id: ThreadId, svc: ServiceDep) -> Any:
 async def get_history(thread_id: ThreadId, body: HistoryQuery, svc: ServiceDep) -> Any:
     """Checkpoints, newest first."""
     await svc.thread(thread_id)
-    graph = svc.graph(await svc._assistant_of(thread_id))
+    graph = svc.graph(await svc.assistant_of(thread_id))
     before = None
     if isinstance(body.before, CheckpointRef):
         before = {"configurable": body.before.model_dump(exclude_none=True)}

@@ -156,6 +156,41 @@ function json(value, pretty = false) {
   }
 }
 
+/** An approval request of the built-in agent (LangChain's human-in-the-loop format): one
+ * action request per call of an agent step that asks, with the ids of those calls. */
+function isApproval(value) {
+  return Boolean(
+    value &&
+      Array.isArray(value.action_requests) &&
+      value.action_requests.length &&
+      Array.isArray(value.tool_call_ids) &&
+      value.tool_call_ids.length === value.action_requests.length,
+  );
+}
+
+/** The calls an approval request asks about, in the model's order: id, tool, arguments, why. */
+function approvalCalls(value) {
+  if (!isApproval(value)) return [];
+  return value.action_requests.map((a, i) => {
+    const r = a && typeof a === "object" ? a : {};
+    return { id: value.tool_call_ids[i], name: r.name, args: r.args, description: r.description };
+  });
+}
+
+/** The decisions of an approval answer, {"decisions": [{"type": ...}, ...]}: one per call. */
+function decisionsOf(answer) {
+  const ds = answer && Array.isArray(answer.decisions) ? answer.decisions : [];
+  return ds.map((d) => (d && typeof d === "object" ? d : {}));
+}
+
+const DECIDED = { approve: "approved", edit: "approved with edited arguments", reject: "rejected" };
+
+/** "approved", "rejected (“why”)": what a decision did, in words. */
+function decisionWords(d) {
+  const word = DECIDED[d.type] || "answered";
+  return `${word}${d.message ? ` (“${d.message}”)` : ""}`;
+}
+
 function ago(iso) {
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return "";
@@ -237,7 +272,10 @@ function runInputLabel(run) {
   const command = kw.command;
   if (command && command.resume !== undefined) {
     const answers = Object.values(command.resume && typeof command.resume === "object" ? command.resume : { x: command.resume });
-    const words = answers.map((a) => (a && a.decision) || "answer");
+    const words = answers.flatMap((a) => {
+      const ds = decisionsOf(a);
+      return ds.length ? ds.map((d) => d.type || "answer") : ["answer"];
+    });
     return `decision: ${words.join(", ")}`;
   }
   if (input === null || input === undefined) return "resume from last checkpoint";
@@ -553,15 +591,18 @@ class RunSection {
     for (const [node, upd] of Object.entries(data)) {
       if (node === "__interrupt__") {
         for (const intr of upd || []) {
-          const v = intr.value || {};
+          const calls = approvalCalls(intr.value);
+          const names = calls.map((c) => c.name || "tool call");
           this.entry(`interrupt:${intr.id}`, "interrupt", (li) => {
             li.dataset.interruptId = intr.id;
+            li.dataset.tools = json(names);
+            const waiting = calls.length > 1 ? `— waiting for ${calls.length} decisions` : "— waiting for a decision";
             li.append(
-              h("div", { class: "ev-line" }, h("span", { class: "tag" }, "Approval"), h("code", {}, v.tool || "tool call"), h("span", { class: "ask" }, "— waiting for a decision")),
+              h("div", { class: "ev-line" }, h("span", { class: "tag" }, "Approval"), h("code", {}, names.join(", ") || "tool call"), h("span", { class: "ask" }, waiting)),
             );
             this.view.showAnswer(li);
           });
-          if (v.tool_call_id) this.view.proposed.set(v.tool_call_id, v.args);
+          for (const c of calls) this.view.proposed.set(c.id, c.args);
           this.view.interruptSeen(this, intr);
         }
         continue;
@@ -739,9 +780,20 @@ class ThreadView {
   showAnswer(li) {
     const a = this.answers.get(li.dataset.interruptId);
     if (!a) return;
-    const word = { approve: "approved", edit: "approved with edited arguments", reject: "rejected" }[a.decision] || "answered";
-    li.dataset.decision = a.decision || "";
-    $(".ask", li).textContent = `— ${word}${a.message ? ` (“${a.message}”)` : ""}`;
+    const ds = decisionsOf(a);
+    li.dataset.decision = ds.map((d) => d.type || "").join(",");
+    if (ds.length <= 1) {
+      $(".ask", li).textContent = `— ${decisionWords(ds[0] || {})}`;
+      return;
+    }
+    // Several calls: what each one's decision was, in their order.
+    let names = [];
+    try {
+      names = JSON.parse(li.dataset.tools || "[]");
+    } catch {
+      /* numbered instead */
+    }
+    $(".ask", li).textContent = `— ${ds.map((d, i) => `${names[i] || `call ${i + 1}`} ${decisionWords(d)}`).join(", ")}`;
   }
 
   latestRun() {
@@ -838,7 +890,7 @@ class ThreadView {
     try {
       const state = await api(`/threads/${encodeURIComponent(this.threadId)}/state`);
       if (this.destroyed) return;
-      const pending = (state.interrupts || []).filter((i) => i && i.value && i.value.type === "approval");
+      const pending = (state.interrupts || []).filter((i) => i && isApproval(i.value));
       const ids = new Set(pending.map((i) => i.id));
       for (const [id, card] of this.cards) {
         if (!ids.has(id)) {
@@ -848,7 +900,7 @@ class ThreadView {
       }
       for (const i of pending) if (!this.decided.has(i.id)) this.showCard(i);
       // Interrupts that are not approvals (other graphs): show them, answerable through the API.
-      for (const i of (state.interrupts || []).filter((x) => !(x && x.value && x.value.type === "approval"))) {
+      for (const i of (state.interrupts || []).filter((x) => !(x && isApproval(x.value)))) {
         if (!this.cards.has(i.id)) {
           const card = h("article", { class: "card approval other", dataset: { interruptId: i.id } }, h("h3", {}, "The graph is waiting for input"), foldable(json(i.value, true), "value"), h("p", { class: "hint" }, "Answer it through the API with command.resume."));
           this.cards.set(i.id, card);
@@ -862,14 +914,96 @@ class ThreadView {
     }
   }
 
+  /** One card per approval request: a block per call it asks about (tool, arguments, why, and
+   * approve / edit / reject), answered with one decision per call, in their order. A request for
+   * one call is answered by its button; for several, each call's choice is kept until "Send". */
   showCard(intr) {
     if (this.cards.has(intr.id)) return;
-    const v = intr.value || {};
+    const calls = approvalCalls(intr.value);
+    const several = calls.length > 1;
     const uid = `ap-${intr.id}`;
+    const err = h("p", { class: "error", role: "alert" });
+    const chosen = calls.map(() => null); // several calls: the decision picked for each
+    const progress = h("span", { class: "hint", "aria-live": "polite" });
+    const sendBtn = h("button", { type: "button", class: "primary", "data-act": "send", disabled: true }, `Send ${calls.length} decisions`);
+    const buttons = () => card.querySelectorAll("button");
+    const toggle = (form, btn, show) => {
+      form.hidden = !show;
+      btn.setAttribute("aria-expanded", String(show));
+      if (show) (form.querySelector("textarea, input") || form).focus();
+      else btn.focus();
+    };
+    const blocks = calls.map((call, i) => this.approvalBlock(call, several ? i : null, several ? `${uid}-${i}` : uid, toggle, (decision, errorEl) => {
+      if (!several) return send([decision], errorEl);
+      chosen[i] = decision;
+      blocks[i].show(decision);
+      update();
+    }));
+    const update = () => {
+      const left = chosen.filter((d) => !d).length;
+      sendBtn.disabled = left > 0;
+      progress.textContent = left ? `${calls.length - left} of ${calls.length} decided` : "all decided";
+    };
+    const send = async (decisions, errorEl) => {
+      for (const b of blocks) b.clearErrors();
+      err.textContent = "";
+      for (const b of buttons()) b.disabled = true;
+      try {
+        const run = await api(`/threads/${encodeURIComponent(this.threadId)}/approvals`, {
+          method: "POST",
+          body: { interrupt_id: intr.id, decisions, stream_mode: STREAM_MODES },
+        });
+        this.decided.add(intr.id);
+        card.remove();
+        this.cards.delete(intr.id);
+        if (!this.destroyed) this.addRun(run, { open: true });
+        app.pollSoon();
+        $("#timeline").lastElementChild?.scrollIntoView({ block: "nearest" });
+      } catch (e) {
+        for (const b of buttons()) b.disabled = false;
+        const text = e.status === 409 ? `${e.message} (refreshing…)` : e.message;
+        // The server names the decision it refused ("decision 2 (write_file): ..."): say it
+        // there, and let that call be decided again.
+        const which = several && e.status === 422 ? /\bdecision (\d+) \(/.exec(e.message) : null;
+        const at = which ? Number(which[1]) - 1 : -1;
+        if (at >= 0 && at < blocks.length) {
+          chosen[at] = null;
+          blocks[at].refused(decisions[at], text);
+        } else {
+          errorEl.textContent = text;
+        }
+        if (several) update();
+        if (e.status === 409) setTimeout(() => this.refreshApprovals(), 600);
+      }
+    };
+    sendBtn.addEventListener("click", () => {
+      if (chosen.every(Boolean)) send(chosen.slice(), err);
+    });
+    const card = h(
+      "article",
+      { class: `card approval${several ? " several" : ""}`, dataset: { interruptId: intr.id }, "aria-labelledby": `${uid}-h` },
+      several
+        ? h("h3", { id: `${uid}-h` }, `Approve ${calls.length} calls?`)
+        : h("h3", { id: `${uid}-h` }, "Approve ", h("code", {}, (calls[0] && calls[0].name) || "tool call"), "?"),
+      several ? h("p", { class: "hint" }, "The agent made these calls together: decide each one, then send the decisions.") : null,
+      ...blocks.map((b) => b.el),
+      several ? h("div", { class: "row send-row" }, sendBtn, progress) : null,
+      err,
+    );
+    if (several) update();
+    this.cards.set(intr.id, card);
+    $("#approvals").append(card);
+  }
+
+  /** The block of one asked call: what it is, and its approve / edit / reject controls.
+   * `index`: its place among several calls (null: the only one). `decide(decision, errorEl)`
+   * gets the call's decision in LangChain's format. */
+  approvalBlock(call, index, uid, toggle, decide) {
+    const several = index !== null; // one of several calls: numbered, its choice kept
     const err = h("p", { class: "error", role: "alert" });
     const editErr = h("p", { class: "error", role: "alert", id: `${uid}-edit-err` });
     const argsText = h("textarea", { id: `${uid}-args`, rows: 6, spellcheck: "false", "aria-describedby": `${uid}-edit-err` });
-    argsText.value = json(v.args ?? {}, true);
+    argsText.value = json(call.args ?? {}, true);
     const msg = h("input", { id: `${uid}-msg`, type: "text", placeholder: "Why not? (sent to the agent)" });
     const editForm = h(
       "form",
@@ -891,46 +1025,39 @@ class ThreadView {
     const rejectBtn = h("button", { type: "button", class: "danger", "data-act": "reject", "aria-expanded": "false", "aria-controls": `${uid}-reject` }, "Reject…");
     editForm.id = `${uid}-edit`;
     rejectForm.id = `${uid}-reject`;
-    const card = h(
-      "article",
-      { class: "card approval", dataset: { interruptId: intr.id }, "aria-labelledby": `${uid}-h` },
-      h("h3", { id: `${uid}-h` }, "Approve ", h("code", {}, v.tool || "tool call"), "?"),
-      v.reason ? h("p", { class: "hint" }, v.reason) : null,
-      h("pre", { class: "out args-pre" }, json(v.args ?? {}, true)),
+    const choice = h("p", { class: "choice", "aria-live": "polite" });
+    const head = several
+      ? h("h4", { id: `${uid}-h` }, `${index + 1}. `, h("code", {}, call.name || "tool call"))
+      : null;
+    const el = h(
+      several ? "section" : "div",
+      { class: "call", dataset: { toolCallId: call.id || "", tool: call.name || "" }, "aria-labelledby": several ? `${uid}-h` : undefined },
+      head,
+      call.description ? h("p", { class: "hint" }, call.description) : null,
+      h("pre", { class: "out args-pre" }, json(call.args ?? {}, true)),
       h("div", { class: "row" }, approveBtn, editBtn, rejectBtn),
       editForm,
       rejectForm,
+      several ? choice : null,
       err,
     );
-    const buttons = () => card.querySelectorAll("button");
-    const toggle = (form, btn, show) => {
-      form.hidden = !show;
-      btn.setAttribute("aria-expanded", String(show));
-      if (show) (form.querySelector("textarea, input") || form).focus();
-      else btn.focus();
+    const close = (form, btn) => {
+      form.hidden = true;
+      btn.setAttribute("aria-expanded", "false");
     };
-    const send = async (body, errorEl) => {
-      errorEl.textContent = "";
+    /** One of several calls decided: its forms close (the choice shows instead). */
+    const settle = () => {
+      if (!several) return;
+      close(editForm, editBtn);
+      close(rejectForm, rejectBtn);
       err.textContent = "";
-      for (const b of buttons()) b.disabled = true;
-      try {
-        const run = await api(`/threads/${encodeURIComponent(this.threadId)}/approvals`, {
-          method: "POST",
-          body: { interrupt_id: intr.id, ...body, stream_mode: STREAM_MODES },
-        });
-        this.decided.add(intr.id);
-        card.remove();
-        this.cards.delete(intr.id);
-        if (!this.destroyed) this.addRun(run, { open: true });
-        app.pollSoon();
-        $("#timeline").lastElementChild?.scrollIntoView({ block: "nearest" });
-      } catch (e) {
-        for (const b of buttons()) b.disabled = false;
-        errorEl.textContent = e.status === 409 ? `${e.message} (refreshing…)` : e.message;
-        if (e.status === 409) setTimeout(() => this.refreshApprovals(), 600);
-      }
+      editErr.textContent = "";
+      argsText.removeAttribute("aria-invalid");
     };
-    approveBtn.addEventListener("click", () => send({ decision: "approve" }, err));
+    approveBtn.addEventListener("click", () => {
+      settle();
+      decide({ type: "approve" }, err);
+    });
     editBtn.addEventListener("click", () => toggle(editForm, editBtn, editForm.hidden));
     rejectBtn.addEventListener("click", () => toggle(rejectForm, rejectBtn, rejectForm.hidden));
     argsText.addEventListener("input", () => {
@@ -954,14 +1081,39 @@ class ThreadView {
         argsText.focus();
         return;
       }
-      send({ decision: "edit", args }, editErr);
+      settle();
+      // An edit runs the same tool with these arguments (LangChain's edited_action).
+      decide({ type: "edit", edited_action: { name: call.name, args } }, editErr);
     });
     rejectForm.addEventListener("submit", (e) => {
       e.preventDefault();
-      send({ decision: "reject", message: msg.value.trim() || "rejected from the web page" }, err);
+      settle();
+      decide({ type: "reject", message: msg.value.trim() || "rejected from the web page" }, err);
     });
-    this.cards.set(intr.id, card);
-    $("#approvals").append(card);
+    return {
+      el,
+      /** Several calls: show the decision picked for this one. */
+      show(decision) {
+        el.dataset.choice = decision ? decision.type : "";
+        approveBtn.setAttribute("aria-pressed", String(Boolean(decision && decision.type === "approve")));
+        choice.textContent = decision ? `Will be ${decisionWords(decision)}.` : "";
+      },
+      /** The server refused this call's decision: say why where it was made. */
+      refused(decision, text) {
+        this.show(null);
+        if (decision && decision.type === "edit") {
+          editErr.textContent = text;
+          argsText.setAttribute("aria-invalid", "true");
+          toggle(editForm, editBtn, true);
+        } else {
+          err.textContent = text;
+        }
+      },
+      clearErrors() {
+        err.textContent = "";
+        editErr.textContent = "";
+      },
+    };
   }
 
   // -- actions -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
+from api.adapters import PriorResult, ToolRecord
 from api.store.rows import storable
 
 
@@ -41,36 +42,29 @@ async def record_decision(
 
 
 async def record_tool(
-    conn: AsyncConnection[Any],
-    *,
-    thread_id: str,
-    run_id: str,
-    attempt: int,
-    event: dict[str, Any],
-    args: Any,
+    conn: AsyncConnection[Any], *, thread_id: str, run_id: str, attempt: int, record: ToolRecord
 ) -> None:
-    """Record one finished tool execution from its ``tool_finished`` progress event."""
-    call_id = str(event.get("tool_call_id"))
+    """Record one finished tool execution."""
     await conn.execute(
         "INSERT INTO audit_log (thread_id, run_id, kind, tool, tool_call_id, idempotency_key,"
         " attempt, detail, actor) VALUES (%s, %s, 'tool', %s, %s, %s, %s, %s, 'agent')",
         (
             thread_id,
             uuid.UUID(run_id),
-            event.get("tool"),
-            call_id,
-            f"{thread_id}:{call_id}",
+            record.tool,
+            record.tool_call_id,
+            f"{thread_id}:{record.tool_call_id}",
             attempt,
             Jsonb(
                 storable(
                     {
-                        "args": args,
-                        "ok": event.get("ok"),
-                        "duration": event.get("duration"),
-                        "output": str(event.get("output", ""))[:500],
+                        "args": record.args,
+                        "ok": record.ok,
+                        "duration": record.duration,
+                        "output": record.output[:500],
                         # The whole result (already capped by the tool): a re-run of the call after
                         # a crash returns it instead of executing again.
-                        "result": event.get("result"),
+                        "result": record.result,
                     }
                 )
             ),
@@ -80,9 +74,8 @@ async def record_tool(
 
 async def prior_result(
     conn: AsyncConnection[Any], thread_id: str, idempotency_key: str
-) -> dict[str, Any] | None:
-    """The recorded result of a tool call that already executed: ``{"ok", "content",
-    "duration"}``."""
+) -> PriorResult | None:
+    """The recorded result of a tool call that already executed."""
     cur = await conn.execute(
         "SELECT detail FROM audit_log WHERE thread_id = %s AND kind = 'tool'"
         " AND idempotency_key = %s AND detail ? 'result' ORDER BY id LIMIT 1",
@@ -92,8 +85,33 @@ async def prior_result(
     if row is None or row["detail"].get("result") is None:
         return None
     detail = row["detail"]
-    return {
-        "ok": bool(detail.get("ok")),
-        "content": str(detail["result"]),
-        "duration": float(detail.get("duration") or 0.0),
-    }
+    return PriorResult(
+        ok=bool(detail.get("ok")),
+        content=str(detail["result"]),
+        duration=float(detail.get("duration") or 0.0),
+    )
+
+
+async def answered(
+    conn: AsyncConnection[Any], thread_id: str, interrupt_ids: list[str]
+) -> list[str]:
+    """Which of these interrupts already have a recorded answer."""
+    cur = await conn.execute(
+        "SELECT interrupt_id FROM approvals WHERE thread_id = %s AND interrupt_id = ANY(%s)",
+        (thread_id, interrupt_ids),
+    )
+    return [row["interrupt_id"] for row in await cur.fetchall()]
+
+
+async def entries(
+    conn: AsyncConnection[Any], thread_id: str, *, after_id: int, limit: int
+) -> list[dict[str, Any]]:
+    """The thread's audit log after ``after_id``, oldest first."""
+    cur = await conn.execute(
+        "SELECT id, run_id::text AS run_id, kind, tool, tool_call_id, idempotency_key, attempt,"
+        " detail, actor, created_at FROM audit_log WHERE thread_id = %s AND id > %s"
+        " ORDER BY id LIMIT %s",
+        (thread_id, after_id, limit),
+    )
+    rows = await cur.fetchall()
+    return [{**r, "created_at": r["created_at"].isoformat()} for r in rows]

@@ -79,3 +79,32 @@ async def read(
         (uuid.UUID(run_id), after, limit),
     )
     return list(await cur.fetchall())
+
+
+async def has_end(conn: AsyncConnection[Any], run_id: str) -> bool:
+    """Whether the run's ``end`` event is stored."""
+    cur = await conn.execute(
+        "SELECT 1 FROM run_events WHERE run_id = %s AND event = 'end'", (uuid.UUID(run_id),)
+    )
+    return await cur.fetchone() is not None
+
+
+async def stored_updates(conn: AsyncConnection[Any], run_id: str) -> list[str]:
+    """The JSON of every ``updates`` event the run has stored (the takeover dedupe's input)."""
+    cur = await conn.execute(
+        "SELECT data::text AS data FROM run_events WHERE run_id = %s AND event = 'updates'",
+        (uuid.UUID(run_id),),
+    )
+    return [row["data"] for row in await cur.fetchall()]
+
+
+async def end_at_or_before(
+    conn: AsyncConnection[Any], run_id: str, seq: int
+) -> list[dict[str, Any]]:
+    """The run's ``end`` event if it is stored at or before ``seq``."""
+    cur = await conn.execute(
+        "SELECT seq, event, data::text AS data FROM run_events"
+        " WHERE run_id = %s AND event = 'end' AND seq <= %s",
+        (uuid.UUID(run_id), seq),
+    )
+    return list(await cur.fetchall())

@@ -12,7 +12,6 @@ from api.store import threads
 from api.store.rows import run_out
 
 RUNS_CHANNEL = "threadline_runs"
-ACTIVE = ("pending", "running")
 
 
 async def lock_thread(conn: AsyncConnection[Any], thread_id: str) -> list[dict[str, Any]] | None:
@@ -217,3 +216,40 @@ async def request_cancel(conn: AsyncConnection[Any], run_id: str) -> dict[str, A
             await threads.refresh_status(conn, row["thread_id"], after="idle")
         await conn.execute("SELECT pg_notify(%s, %s)", (RUNS_CHANNEL, f"cancel:{row['run_id']}"))
     return run_out(row)
+
+
+async def finish(conn: AsyncConnection[Any], run_id: str, status: str, error: str | None) -> None:
+    """Set the run's final status and drop its lease (in the transaction storing its end)."""
+    await conn.execute(
+        "UPDATE runs SET status = %s, error = %s, lease_until = NULL, updated_at = now()"
+        " WHERE run_id = %s",
+        (status, error, uuid.UUID(run_id)),
+    )
+
+
+async def by_id(conn: AsyncConnection[Any], run_id: str) -> dict[str, Any] | None:
+    """A run by its id alone, as the API shows it."""
+    cur = await conn.execute("SELECT * FROM runs WHERE run_id = %s", (uuid.UUID(run_id),))
+    row = await cur.fetchone()
+    return run_out(row) if row else None
+
+
+async def latest_assistant(conn: AsyncConnection[Any], thread_id: str) -> str | None:
+    """The assistant of the thread's latest run."""
+    cur = await conn.execute(
+        "SELECT assistant_id FROM runs WHERE thread_id = %s ORDER BY created_at DESC LIMIT 1",
+        (thread_id,),
+    )
+    row = await cur.fetchone()
+    return str(row["assistant_id"]) if row else None
+
+
+async def active(conn: AsyncConnection[Any], thread_id: str) -> dict[str, Any] | None:
+    """The thread's oldest active (pending or running) run."""
+    cur = await conn.execute(
+        "SELECT * FROM runs WHERE thread_id = %s AND status IN ('pending', 'running')"
+        " ORDER BY created_at LIMIT 1",
+        (thread_id,),
+    )
+    row = await cur.fetchone()
+    return run_out(row) if row else None

@@ -18,17 +18,21 @@ from typing import Any, cast
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 from pydantic import BaseModel
 
 from agent import ApprovalPolicy, Limits, build_graph
+from agent.approval import is_approval_request
 from agent.models import NOT_CONFIGURED, OfflineChatModel
 from agent.tools import ToolContext, ToolSpec, default_tools, workspace_dir
-from api.runtime import BUILTIN_ASSISTANT, Runtime, build_agent
+from api.builtin_agent import BUILTIN_ASSISTANT
+from api.builtin_agent.wiring import build_agent
+from api.runtime import Runtime
 from api.settings import Settings
+from tests.utils.graphs import scripted_graph
 from tests.utils.scripted_model import ScriptedChatModel, call, calls
+from tests.utils.tasks import counter, greet
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 AUTO = {"*": "auto"}
@@ -76,24 +80,6 @@ async def stream(graph: Pregel, graph_input: Any, config: RunnableConfig) -> Out
     return out
 
 
-def scripted_graph(
-    runtime: Runtime,
-    model: ScriptedChatModel,
-    *,
-    limits: Limits | None = None,
-    tools: Sequence[ToolSpec] | None = None,
-    policy: ApprovalPolicy | None = None,
-) -> CompiledStateGraph:
-    return build_graph(
-        model=model,
-        tools=list(tools) if tools is not None else default_tools(),
-        checkpointer=runtime.saver,
-        data_dir=runtime.settings.data_dir,
-        policy=policy,
-        limits=limits,
-    )
-
-
 def workspace(settings: Settings, config: RunnableConfig) -> Path:
     return workspace_dir(settings.data_dir, str((config.get("configurable") or {})["thread_id"]))
 
@@ -119,7 +105,9 @@ def test_graph_structure_matches_snapshot(tmp_path: Path) -> None:
     assert edges == {
         ("__start__", "agent", False),
         ("agent", "tools", True),
+        ("agent", "review", True),
         ("agent", "verify", True),
+        ("review", "tools", True),
         ("tools", "agent", True),
         ("tools", "verify", True),
         ("verify", "agent", True),
@@ -147,9 +135,7 @@ async def test_counter_runs_to_verified_with_parallel_calls(
 ) -> None:
     graph = runtime.graphs[BUILTIN_ASSISTANT]
     config = make_config(settings.limits)
-    out = await stream(
-        graph, {"task": {"name": "counter", "params": {"n": 4, "delay": 0.3}}}, config
-    )
+    out = await stream(graph, counter(4, 0.3), config)
 
     state = await graph.aget_state(config)
     assert state.next == ()
@@ -212,19 +198,27 @@ async def test_fix_test_asks_before_editing_then_resumes(
     interrupted = [u["__interrupt__"] for u in out.updates if "__interrupt__" in u]
     assert len(interrupted) == 1
     state = await graph.aget_state(config)
-    assert state.next == ("tools",)
+    assert state.next == ("review",)  # the review node asks; the tools node runs the answer
     pending = [i for t in state.tasks for i in t.interrupts]
     assert len(pending) == 1
     value = pending[0].value
-    assert value["type"] == "approval"
-    assert value["tool"] == "edit_file"
-    assert value["args"] == {"path": "calc.py", "old": "return a - b", "new": "return a + b"}
-    assert value["tool_call_id"]
+    assert is_approval_request(value)
+    (action,) = value["action_requests"]
+    assert action["name"] == "edit_file"
+    assert action["args"] == {"path": "calc.py", "old": "return a - b", "new": "return a + b"}
+    assert "edit_file is not read-only" in action["description"]
+    (review,) = value["review_configs"]
+    assert review["action_name"] == "edit_file"
+    assert review["allowed_decisions"] == ["approve", "edit", "reject"]
+    (call_id,) = value["tool_call_ids"]
+    assert call_id
+    assert value["policies"] == [{"rule": "ask", "source": "default", "server_rule": "ask"}]
     # Asked before any side effect: the edit has not happened and never started.
     assert "return a - b" in calc.read_text()
     assert "edit_file" not in {e["tool"] for e in out.of_type("tool_started")}
 
-    resumed = await stream(graph, Command(resume={pending[0].id: {"decision": "approve"}}), config)
+    approve = {"decisions": [{"type": "approve"}]}
+    resumed = await stream(graph, Command(resume={pending[0].id: approve}), config)
     state = await graph.aget_state(config)
     assert state.values["status"] == "verified"
     assert "return a + b" in calc.read_text()
@@ -242,7 +236,7 @@ async def test_rejected_edit_is_not_run_and_the_task_fails(
     state = await graph.aget_state(config)
     (pending,) = [i for t in state.tasks for i in t.interrupts]
 
-    answer = {"decision": "reject", "message": "do not touch calc.py"}
+    answer = {"decisions": [{"type": "reject", "message": "do not touch calc.py"}]}
     await stream(graph, Command(resume={pending.id: answer}), config)
     state = await graph.aget_state(config)
     calc = workspace(settings, config) / "calc.py"
@@ -253,6 +247,122 @@ async def test_rejected_edit_is_not_run_and_the_task_fails(
     # The tests still fail, so both acceptance checks fail.
     assert state.values["status"] == "failed"
     assert state.values["verify_attempts"] == settings.limits.max_verify_attempts
+
+
+async def test_edited_approval_runs_the_edited_arguments(
+    runtime: Runtime, settings: Settings
+) -> None:
+    graph = runtime.graphs[BUILTIN_ASSISTANT]
+    config = make_config(settings.limits)
+    await stream(graph, {"task": {"name": "fix_test"}}, config)
+    state = await graph.aget_state(config)
+    (pending,) = [i for t in state.tasks for i in t.interrupts]
+
+    edited = {"path": "calc.py", "old": "return a - b", "new": "return b + a"}
+    action = {"name": "edit_file", "args": edited}
+    answer = {"decisions": [{"type": "edit", "edited_action": action}]}
+    resumed = await stream(graph, Command(resume={pending.id: answer}), config)
+    assert [e["args"] for e in resumed.of_type("tool_started")][:1] == [edited]
+    assert "return b + a" in (workspace(settings, config) / "calc.py").read_text()
+    assert (await graph.aget_state(config)).values["status"] == "verified"
+
+
+async def test_an_invalid_answer_that_reaches_the_graph_runs_nothing(
+    runtime: Runtime, settings: Settings
+) -> None:
+    """The service refuses invalid answers (422); one that reaches the graph anyway (the old
+    ``{"decision": ...}`` shape, say) fails closed: the call is not run."""
+    graph = runtime.graphs[BUILTIN_ASSISTANT]
+    config = make_config(settings.limits)
+    await stream(graph, {"task": {"name": "fix_test"}}, config)
+    state = await graph.aget_state(config)
+    (pending,) = [i for t in state.tasks for i in t.interrupts]
+
+    await stream(graph, Command(resume={pending.id: {"decision": "approve"}}), config)
+    state = await graph.aget_state(config)
+    assert "return a - b" in (workspace(settings, config) / "calc.py").read_text()
+    edit = next(m for m in tool_messages(state.values["messages"]) if m.name == "edit_file")
+    assert edit.status == "error"
+    assert "approval answer was invalid" in str(edit.content)
+    assert '{"decisions": [' in str(edit.content)
+
+
+async def test_parallel_asks_are_one_request_and_each_call_gets_its_own_decision(
+    runtime: Runtime, settings: Settings
+) -> None:
+    """``notes`` writes two files in one step: one interrupt asks about both calls, and the
+    answer's two decisions apply each to its own call, in order."""
+    graph = runtime.graphs[BUILTIN_ASSISTANT]
+    config = make_config(settings.limits)
+    out = await stream(graph, {"task": {"name": "notes", "params": {}}}, config)
+    assert len([u for u in out.updates if "__interrupt__" in u]) == 1
+    state = await graph.aget_state(config)
+    assert state.next == ("review",)
+    (pending,) = state.interrupts
+    value = pending.value
+    assert [(a["name"], a["args"]["path"]) for a in value["action_requests"]] == [
+        ("write_file", "a.txt"),
+        ("write_file", "b.txt"),
+    ]
+    assert len(value["review_configs"]) == 2
+    assert len(set(value["tool_call_ids"])) == 2
+    assert len(value["policies"]) == 2
+    assert not out.of_type("tool_started")  # nothing ran before the answer
+
+    answer = {"decisions": [{"type": "approve"}, {"type": "reject", "message": "not b"}]}
+    resumed = await stream(graph, Command(resume={pending.id: answer}), config)
+    assert [e["args"]["path"] for e in resumed.of_type("tool_started")] == ["a.txt"]
+    ws = workspace(settings, config)
+    assert (ws / "a.txt").read_text() == "alpha\n"
+    assert not (ws / "b.txt").exists()
+    state = await graph.aget_state(config)
+    results = {
+        m.tool_call_id: m for m in tool_messages(state.values["messages"]) if m.name == "write_file"
+    }
+    first, second = value["tool_call_ids"]
+    assert set(results) == {first, second}
+    assert results[first].status == "success"
+    assert results[second].status == "error" and "not b" in str(results[second].content)
+    assert not state.interrupts
+
+
+async def test_the_calls_of_a_step_that_asks_run_together_after_the_review(
+    runtime: Runtime, settings: Settings
+) -> None:
+    """When a call of a step asks, the whole step waits for the answer (as LangChain's
+    human-in-the-loop middleware does): nothing of it runs first, then every call runs in one
+    superstep and the agent takes its next step once."""
+    model = ScriptedChatModel(
+        replies=[
+            calls(call("list_files", path="."), call("write_file", path="x.txt", content="x\n")),
+            AIMessage("Done."),
+        ]
+    )
+    graph = scripted_graph(runtime, model)
+    config = make_config(Limits())
+    out = await stream(graph, ask("List, then write x.txt."), config)
+    assert out.of_type("tool_started") == []
+    state = await graph.aget_state(config)
+    (pending,) = state.interrupts
+    # Only the asking call is asked about; the auto one waits with it.
+    assert [a["name"] for a in pending.value["action_requests"]] == ["write_file"]
+    assert model.calls_made == 1
+
+    approve = {"decisions": [{"type": "approve"}]}
+    resumed = await stream(graph, Command(resume={pending.id: approve}), config)
+    assert sorted(e["tool"] for e in resumed.of_type("tool_started")) == [
+        "list_files",
+        "write_file",
+    ]
+    assert resumed.nodes.count("agent") == 1
+    assert model.calls_made == 2
+    state = await graph.aget_state(config)
+    assert state.values["status"] == "agent_done"
+    assert sorted(str(m.name) for m in tool_messages(state.values["messages"])) == [
+        "list_files",
+        "write_file",
+    ]
+    assert (workspace(settings, config) / "x.txt").read_text() == "x\n"
 
 
 async def test_freeform_input_on_the_offline_model_says_no_model_is_configured(
@@ -352,7 +462,7 @@ async def test_failed_check_goes_back_as_feedback_until_fixed(
     )
     graph = scripted_graph(runtime, model, limits=limits, policy=ApprovalPolicy(AUTO))
     config = make_config(limits)
-    out = await stream(graph, {"task": {"name": "greet", "params": {"name": "Ada"}}}, config)
+    out = await stream(graph, greet("Ada"), config)
 
     state = await graph.aget_state(config)
     assert state.values["status"] == "verified"
@@ -373,7 +483,7 @@ async def test_check_that_keeps_failing_ends_failed(runtime: Runtime, settings: 
     )
     graph = scripted_graph(runtime, model, limits=limits, policy=ApprovalPolicy(AUTO))
     config = make_config(limits)
-    out = await stream(graph, {"task": {"name": "greet", "params": {"name": "Ada"}}}, config)
+    out = await stream(graph, greet("Ada"), config)
 
     state = await graph.aget_state(config)
     assert state.values["status"] == "failed"

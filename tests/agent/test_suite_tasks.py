@@ -17,15 +17,18 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 
+from agent.approval import approval_calls, is_approval_request
 from agent.tasks import CATALOG
 from agent.tools import run_program
-from api.runtime import BUILTIN_ASSISTANT, Runtime, build_agent
+from api.builtin_agent import BUILTIN_ASSISTANT
+from api.builtin_agent.wiring import build_agent
+from api.runtime import Runtime
 
 FEEDBACK_LOOP = {"changelog", "fix_median"}
 """Tasks whose offline plan fails the check once and fixes it after the verify feedback."""
 PARAMS: dict[str, dict[str, Any]] = {"counter": {"n": 3, "delay": 0.05}}
 PARALLEL_ASKS = {"release_notes": [2], "config_rollout": [3], "scaffold_package": [2, 1]}
-"""Approval tasks: how many asks are pending together at each stop, in order."""
+"""Approval tasks: how many calls the one approval request of each stop asks about, in order."""
 
 
 def config_for(policy: dict[str, str] | None = None) -> RunnableConfig:
@@ -110,12 +113,13 @@ async def test_approval_task_asks_before_each_write(name: str, runtime: Runtime)
         state = await graph.aget_state(config)
         if not state.interrupts:
             break
-        pending_counts.append(len(state.interrupts))
-        for interrupt in state.interrupts:
-            assert interrupt.value["type"] == "approval"
-            assert interrupt.value["tool"] in ("write_file", "edit_file")
-        answers = {i.id: {"decision": "approve"} for i in state.interrupts}
-        await drive(graph, Command(resume=answers), config)
+        (interrupt,) = state.interrupts  # one request for all the asking calls of a step
+        assert is_approval_request(interrupt.value)
+        asked = approval_calls(interrupt.value)
+        assert {name for name, _ in asked} <= {"write_file", "edit_file"}
+        pending_counts.append(len(asked))
+        approve = {"decisions": [{"type": "approve"}] * len(asked)}
+        await drive(graph, Command(resume={interrupt.id: approve}), config)
     assert pending_counts == PARALLEL_ASKS[name]
     state = await graph.aget_state(config)
     assert state.values["status"] == "verified", state.values.get("verdict")
@@ -129,8 +133,10 @@ async def test_rejected_approval_ends_the_task_as_failed(runtime: Runtime) -> No
         state = await graph.aget_state(config)
         if not state.interrupts:
             break
-        answers = {i.id: {"decision": "reject", "message": "not now"} for i in state.interrupts}
-        await drive(graph, Command(resume=answers), config)
+        (interrupt,) = state.interrupts
+        count = len(interrupt.value["action_requests"])
+        reject = {"decisions": [{"type": "reject", "message": "not now"}] * count}
+        await drive(graph, Command(resume={interrupt.id: reject}), config)
     values = (await graph.aget_state(config)).values
     assert values["status"] == "failed"
     assert values["verdict"]["passed"] is False

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from agent.nodes.tool_call import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
-from api.runtime import build_agent
+from api.builtin_agent.wiring import build_agent
 
 
 async def test_a_recorded_call_is_not_executed_again(runtime: Any, settings: Any) -> None:

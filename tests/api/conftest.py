@@ -78,11 +78,12 @@ def make_server() -> Iterator[Callable[..., ServerProcess]]:
 
 
 @pytest.fixture
-def client(server: ServerProcess) -> Any:
-    """The official ``langgraph-sdk`` client on the module's server."""
+async def client(server: ServerProcess) -> AsyncIterator[Any]:
+    """The official ``langgraph-sdk`` client on the module's server, closed after the test."""
     from langgraph_sdk import get_client
 
-    return get_client(url=server.url)
+    async with get_client(url=server.url) as c:
+        yield c
 
 
 @pytest.fixture

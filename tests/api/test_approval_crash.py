@@ -1,4 +1,4 @@
-"""Approvals survive ``kill -9`` (DESIGN §6, §7): a pending interrupt outlives the server, and
+"""Approvals survive ``kill -9``: a pending interrupt outlives the server, and
 an accepted decision is applied exactly once after a restart.
 
 Each test has its own database, data directory and server (``make_server``), which it SIGKILLs
@@ -14,24 +14,22 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from langgraph_sdk import get_client
 
 from eval.harness import ServerProcess, read_sse, workspace_path
+from tests.utils.runs import MODES, sdk_client
+from tests.utils.tasks import greet, notes
 
 WAIT = 60.0
-MODES = ["updates", "custom"]
-GREET = {"task": {"name": "greet", "params": {"name": "Ada"}}}
-NOTES = {"task": {"name": "notes", "params": {"first": "alpha", "second": "beta"}}}
 
 
 async def interrupted_thread(url: str, payload: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     """A new thread whose first run ended waiting for approval; its id and the interrupts."""
-    client: Any = get_client(url=url)
-    tid = (await client.threads.create())["thread_id"]
-    values = await asyncio.wait_for(client.runs.wait(tid, "agent", input=payload), WAIT)
-    pending: list[dict[str, Any]] = values["__interrupt__"]
-    assert pending, values
-    return tid, pending
+    async with sdk_client(url) as client:
+        tid = (await client.threads.create())["thread_id"]
+        values = await asyncio.wait_for(client.runs.wait(tid, "agent", input=payload), WAIT)
+        pending: list[dict[str, Any]] = values["__interrupt__"]
+        assert pending, values
+        return tid, pending
 
 
 async def audit_rows(url: str, tid: str) -> list[dict[str, Any]]:
@@ -50,39 +48,45 @@ async def test_pending_approval_survives_kill(
     make_server: Callable[..., ServerProcess], database_url: str, tmp_path: Path
 ) -> None:
     server = make_server(database_url, tmp_path / "data", name="approval-kill").start()
-    tid, [interrupt] = await interrupted_thread(server.url, GREET)
+    tid, [interrupt] = await interrupted_thread(server.url, greet())
 
     server.kill()
     server.start()
 
-    client: Any = get_client(url=server.url)
-    state = await client.threads.get_state(tid)
-    assert [i["id"] for i in state["interrupts"]] == [interrupt["id"]]
-    assert state["interrupts"][0]["value"] == interrupt["value"]
-    assert (await client.threads.get(tid))["status"] == "interrupted"
-    greeting = workspace_path(server.data_dir, tid, "greeting.txt")
-    assert not greeting.exists()
+    async with sdk_client(server.url) as client:
+        state = await client.threads.get_state(tid)
+        assert [i["id"] for i in state["interrupts"]] == [interrupt["id"]]
+        assert state["interrupts"][0]["value"] == interrupt["value"]
+        assert (await client.threads.get(tid))["status"] == "interrupted"
+        greeting = workspace_path(server.data_dir, tid, "greeting.txt")
+        assert not greeting.exists()
 
-    values = await asyncio.wait_for(
-        client.runs.wait(
-            tid, "agent", command={"resume": {interrupt["id"]: {"decision": "approve"}}}
-        ),
-        WAIT,
-    )
-    assert values["status"] == "verified", values.get("verdict")
-    assert greeting.read_text() == "Hello, Ada!\n"
-    rows = await audit_rows(server.url, tid)
-    assert writes_per_call(rows) == {interrupt["value"]["tool_call_id"]: 1}, rows
-    assert sum(r["kind"] == "decision" for r in rows) == 1
+        values = await asyncio.wait_for(
+            client.runs.wait(
+                tid,
+                "agent",
+                command={"resume": {interrupt["id"]: {"decisions": [{"type": "approve"}]}}},
+            ),
+            WAIT,
+        )
+        assert values["status"] == "verified", values.get("verdict")
+        assert greeting.read_text() == "Hello, Ada!\n"
+        rows = await audit_rows(server.url, tid)
+        assert writes_per_call(rows) == dict.fromkeys(interrupt["value"]["tool_call_ids"], 1), rows
+        assert sum(r["kind"] == "decision" for r in rows) == 1
 
 
 async def test_kill_right_after_the_approval_is_accepted(
     make_server: Callable[..., ServerProcess], database_url: str, tmp_path: Path
 ) -> None:
+    """``notes`` asks about its two writes in one interrupt; the answer approves the first and
+    rejects the second. Killed as the answer is accepted, the run after the restart applies
+    each decision to its own call, once: a.txt is written once, b.txt never."""
     server = make_server(database_url, tmp_path / "data", name="approval-kill").start()
-    tid, pending = await interrupted_thread(server.url, NOTES)
-    assert len(pending) == 2
-    answers = {i["id"]: {"decision": "approve"} for i in pending}
+    tid, [interrupt] = await interrupted_thread(server.url, notes())
+    a_call, b_call = interrupt["value"]["tool_call_ids"]
+    answer = {"decisions": [{"type": "approve"}, {"type": "reject", "message": "not b"}]}
+    answers = {interrupt["id"]: answer}
 
     async with httpx.AsyncClient(base_url=server.url, timeout=30.0) as http:
         res = await http.post(
@@ -96,36 +100,39 @@ async def test_kill_right_after_the_approval_is_accepted(
     assert res.json()["status"] == "pending"
 
     server.start()
-    client: Any = get_client(url=server.url)
-    values = await asyncio.wait_for(client.runs.join(tid, run_id), WAIT)
-    run = await client.runs.get(tid, run_id)
-    assert run["status"] == "success", run
-    assert values["status"] == "verified", values.get("verdict")
-    assert "__interrupt__" not in values
-    assert (await client.threads.get(tid))["status"] == "idle"
+    async with sdk_client(server.url) as client:
+        values = await asyncio.wait_for(client.runs.join(tid, run_id), WAIT)
+        run = await client.runs.get(tid, run_id)
+        assert run["status"] == "success", run
+        assert values["status"] == "failed", values.get("verdict")  # b.txt was not written
+        assert "__interrupt__" not in values
+        assert (await client.threads.get(tid))["status"] == "idle"
 
-    for name, text in (("a.txt", "alpha\n"), ("b.txt", "beta\n")):
-        assert workspace_path(server.data_dir, tid, name).read_text() == text
-    rows = await audit_rows(server.url, tid)
-    call_ids = {i["value"]["tool_call_id"] for i in pending}
-    assert writes_per_call(rows) == dict.fromkeys(call_ids, 1), rows
-    decided = [r["detail"]["interrupt_id"] for r in rows if r["kind"] == "decision"]
-    assert sorted(decided) == sorted(answers)
+        assert workspace_path(server.data_dir, tid, "a.txt").read_text() == "alpha\n"
+        assert not workspace_path(server.data_dir, tid, "b.txt").exists()
+        results = {m["tool_call_id"]: m for m in values["messages"] if m["type"] == "tool"}
+        assert results[a_call]["status"] == "success"
+        assert results[b_call]["status"] == "error" and "not b" in results[b_call]["content"]
+        rows = await audit_rows(server.url, tid)
+        assert writes_per_call(rows) == {a_call: 1}, rows
+        decided = [r["detail"] for r in rows if r["kind"] == "decision"]
+        assert decided == [{"interrupt_id": interrupt["id"], "answer": answer}]
 
-    # After the restart the same answers are refused: each interrupt was answered once.
-    async with httpx.AsyncClient(base_url=server.url, timeout=30.0) as http:
-        for interrupt in pending:
+        # After the restart the same answer is refused: the interrupt was answered once.
+        both = {"decisions": [{"type": "approve"}, {"type": "approve"}]}
+        async with httpx.AsyncClient(base_url=server.url, timeout=30.0) as http:
             again = await http.post(
-                f"/threads/{tid}/approvals",
-                json={"interrupt_id": interrupt["id"], "decision": "approve"},
+                f"/threads/{tid}/approvals", json={"interrupt_id": interrupt["id"], **both}
             )
             assert again.status_code == 409, again.text
-        again = await http.post(
-            f"/threads/{tid}/runs", json={"assistant_id": "agent", "command": {"resume": answers}}
-        )
-        assert again.status_code == 409, again.text
-    assert writes_per_call(await audit_rows(server.url, tid)) == dict.fromkeys(call_ids, 1)
-    assert len(await client.runs.list(tid)) == 2
+            again = await http.post(
+                f"/threads/{tid}/runs",
+                json={"assistant_id": "agent", "command": {"resume": answers}},
+            )
+            assert again.status_code == 409, again.text
+        assert writes_per_call(await audit_rows(server.url, tid)) == {a_call: 1}
+        assert not workspace_path(server.data_dir, tid, "b.txt").exists()
+        assert len(await client.runs.list(tid)) == 2
 
 
 async def test_kill_while_the_approved_calls_run(
@@ -135,8 +142,10 @@ async def test_kill_while_the_approved_calls_run(
     in the audit log (none lost because its result was checkpointed before its event was
     stored), and a call runs again only in a later attempt."""
     server = make_server(database_url, tmp_path / "data", name="approval-kill").start()
-    tid, pending = await interrupted_thread(server.url, NOTES)
-    answers = {i["id"]: {"decision": "approve"} for i in pending}
+    tid, [interrupt] = await interrupted_thread(server.url, notes())
+    call_ids = set(interrupt["value"]["tool_call_ids"])
+    assert len(call_ids) == 2
+    answers = {interrupt["id"]: {"decisions": [{"type": "approve"}, {"type": "approve"}]}}
 
     async with httpx.AsyncClient(base_url=server.url, timeout=30.0) as http:
         res = await http.post(
@@ -160,20 +169,19 @@ async def test_kill_while_the_approved_calls_run(
         assert seen, "the resumed run never started a tool"
 
     server.start()
-    client: Any = get_client(url=server.url)
-    values = await asyncio.wait_for(client.runs.join(tid, run_id), WAIT)
-    run = await client.runs.get(tid, run_id)
-    assert run["status"] == "success" and run["attempt"] == 2, run
-    assert values["status"] == "verified", values.get("verdict")
-    for name, text in (("a.txt", "alpha\n"), ("b.txt", "beta\n")):
-        assert workspace_path(server.data_dir, tid, name).read_text() == text
+    async with sdk_client(server.url) as client:
+        values = await asyncio.wait_for(client.runs.join(tid, run_id), WAIT)
+        run = await client.runs.get(tid, run_id)
+        assert run["status"] == "success" and run["attempt"] == 2, run
+        assert values["status"] == "verified", values.get("verdict")
+        for name, text in (("a.txt", "alpha\n"), ("b.txt", "beta\n")):
+            assert workspace_path(server.data_dir, tid, name).read_text() == text
 
-    rows = await audit_rows(server.url, tid)
-    call_ids = {i["value"]["tool_call_id"] for i in pending}
-    tools = [r for r in rows if r["kind"] == "tool"]
-    assert {r["tool_call_id"] for r in tools} == call_ids, rows
-    for call_id in call_ids:
-        attempts = [r["attempt"] for r in tools if r["tool_call_id"] == call_id]
-        assert len(attempts) == len(set(attempts)), (call_id, rows)
-    decided = [r["detail"]["interrupt_id"] for r in rows if r["kind"] == "decision"]
-    assert sorted(decided) == sorted(answers)
+        rows = await audit_rows(server.url, tid)
+        tools = [r for r in rows if r["kind"] == "tool"]
+        assert {r["tool_call_id"] for r in tools} == call_ids, rows
+        for call_id in call_ids:
+            attempts = [r["attempt"] for r in tools if r["tool_call_id"] == call_id]
+            assert len(attempts) == len(set(attempts)), (call_id, rows)
+        decided = [r["detail"]["interrupt_id"] for r in rows if r["kind"] == "decision"]
+        assert decided == [interrupt["id"]]

@@ -1,4 +1,4 @@
-"""The attempts limit counts failures to progress, not attempts (DESIGN §6).
+"""The attempts limit counts failures to progress, not attempts.
 
 A run ends in error after ``THREADLINE_MAX_ATTEMPTS`` attempts in a row that saved no new
 checkpoint (nor a write on the latest one); an attempt that saved something starts the count

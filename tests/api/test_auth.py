@@ -11,18 +11,16 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from langgraph_sdk import get_client
 
 from eval.harness import ServerProcess
-from tests.api.conftest import FAST
 from tests.conftest import scrubbed_environ
 from tests.utils.keys import create_key, threadline
+from tests.utils.tasks import counter, greet
 
 AUTH_PY = """
 from langgraph_sdk import Auth
@@ -83,8 +81,10 @@ builder.add_edge(START, "whoami")
 builder.add_edge("whoami", END)
 graph = builder.compile()
 """
-GREET = {"task": {"name": "greet", "params": {"name": "Ada"}}}
-COUNTER = {"task": {"name": "counter", "params": {"n": 1, "delay": 0}}}
+GREET = greet("Ada")
+COUNTER = counter(1)
+SERVER_ENV = {"THREADLINE_CORS_ORIGINS": json.dumps(["http://ui.example:3000"])}
+"""For the module's ``server`` (tests/api/conftest.py), which the browser-rule tests use."""
 
 
 def headers_for(token: str | None, scheme: str = "bearer") -> dict[str, str]:
@@ -132,9 +132,16 @@ def bobs_probes(ids: dict[str, Any]) -> list[tuple[str, str, dict[str, Any] | No
         (
             "POST",
             f"/threads/{tid}/runs/stream",
-            {"assistant_id": "agent", "command": {"resume": {iid: {"decision": "approve"}}}},
+            {
+                "assistant_id": "agent",
+                "command": {"resume": {iid: {"decisions": [{"type": "approve"}]}}},
+            },
         ),
-        ("POST", f"/threads/{tid}/approvals", {"interrupt_id": iid, "decision": "approve"}),
+        (
+            "POST",
+            f"/threads/{tid}/approvals",
+            {"interrupt_id": iid, "decisions": [{"type": "approve"}]},
+        ),
         ("GET", f"/threads/{tid}/audit", None),
         ("GET", f"/threads/{tid}/workspace", None),
         ("GET", f"/threads/{tid}/workspace/greeting.txt", None),
@@ -165,7 +172,7 @@ async def check_isolation(url: str, alice: dict[str, str], bob: dict[str, str]) 
         assert thread["status"] == "interrupted", thread
         res = await http.post(
             f"/threads/{tid}/approvals",
-            json={"interrupt_id": ids["interrupt_id"], "decision": "approve"},
+            json={"interrupt_id": ids["interrupt_id"], "decisions": [{"type": "approve"}]},
         )
         assert res.status_code == 200, res.text
         await http.get(f"/threads/{tid}/runs/{res.json()['run_id']}/join")
@@ -212,20 +219,22 @@ async def test_custom_auth_from_langgraph_json(
     await check_unauthenticated(proc.url, headers_for("mallory-token"))
     await check_isolation(proc.url, alice, bob)
     # The official SDK, as alice: threads and streams work with her token.
-    client = get_client(url=proc.url, headers=alice)
-    thread = await client.threads.create()
-    assert thread["metadata"]["owner"] == "alice"
-    parts = [
-        p
-        async for p in client.runs.stream(
-            thread["thread_id"], "agent", input=COUNTER, stream_mode=["updates"]
-        )
-    ]
-    assert parts[-1].event == "end" and parts[-1].data["status"] == "success"
-    bob_client = get_client(url=proc.url, headers=bob)
-    assert thread["thread_id"] not in [
-        t["thread_id"] for t in await bob_client.threads.search(limit=100)
-    ]
+    async with (
+        get_client(url=proc.url, headers=alice) as client,
+        get_client(url=proc.url, headers=bob) as bob_client,
+    ):
+        thread = await client.threads.create()
+        assert thread["metadata"]["owner"] == "alice"
+        parts = [
+            p
+            async for p in client.runs.stream(
+                thread["thread_id"], "agent", input=COUNTER, stream_mode=["updates"]
+            )
+        ]
+        assert parts[-1].event == "end" and parts[-1].data["status"] == "success"
+        assert thread["thread_id"] not in [
+            t["thread_id"] for t in await bob_client.threads.search(limit=100)
+        ]
     async with httpx.AsyncClient(base_url=proc.url, headers=alice, timeout=30) as http:
         info = (await http.get("/info")).json()
         assert info["auth"] == "custom"
@@ -269,7 +278,7 @@ async def test_built_in_keys(make_server: Any, database_url: str, tmp_path: Path
     ) as http:
         res = await http.post(
             f"/threads/{ids['thread_id']}/approvals",
-            json={"interrupt_id": ids["interrupt_id"], "decision": "approve"},
+            json={"interrupt_id": ids["interrupt_id"], "decisions": [{"type": "approve"}]},
             headers={"X-Actor": "someone-else"},
         )
         assert res.status_code == 200, res.text
@@ -304,14 +313,14 @@ async def test_an_approve_permission_binds_owners_too(
     async with httpx.AsyncClient(base_url=proc.url, headers=owner, timeout=60) as http:
         res = await http.post(
             f"/threads/{ids['thread_id']}/approvals",
-            json={"interrupt_id": ids["interrupt_id"], "decision": "approve"},
+            json={"interrupt_id": ids["interrupt_id"], "decisions": [{"type": "approve"}]},
         )
         assert res.status_code == 403, res.text
         assert "'approve' permission" in res.json()["detail"]
     async with httpx.AsyncClient(base_url=proc.url, headers=approver, timeout=60) as http:
         res = await http.post(
             f"/threads/{ids['thread_id']}/approvals",
-            json={"interrupt_id": ids["interrupt_id"], "decision": "approve"},
+            json={"interrupt_id": ids["interrupt_id"], "decisions": [{"type": "approve"}]},
         )
         assert res.status_code == 200, res.text
 
@@ -319,24 +328,8 @@ async def test_an_approve_permission_binds_owners_too(
 # -- browser rules ----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def browser_server(module_database_url: str, module_data_dir: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(
-        module_database_url,
-        module_data_dir,
-        env={"THREADLINE_CORS_ORIGINS": json.dumps(["http://ui.example:3000"])},
-        name="browser",
-        **FAST,
-    )
-    try:
-        proc.start()
-        yield proc
-    finally:
-        proc.stop()
-
-
-async def test_cors_preflight_and_allowed_origin(browser_server: ServerProcess) -> None:
-    async with httpx.AsyncClient(base_url=browser_server.url, timeout=30) as http:
+async def test_cors_preflight_and_allowed_origin(server: ServerProcess) -> None:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         res = await http.options(
             "/threads/search",
             headers={
@@ -356,8 +349,8 @@ async def test_cors_preflight_and_allowed_origin(browser_server: ServerProcess) 
         assert res.headers["access-control-allow-origin"] == "http://ui.example:3000"
 
 
-async def test_a_foreign_origin_changes_nothing(browser_server: ServerProcess) -> None:
-    async with httpx.AsyncClient(base_url=browser_server.url, timeout=30) as http:
+async def test_a_foreign_origin_changes_nothing(server: ServerProcess) -> None:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         tid = (await http.post("/threads", json={})).json()["thread_id"]
         run = (
             await http.post(
@@ -381,16 +374,16 @@ async def test_a_foreign_origin_changes_nothing(browser_server: ServerProcess) -
             assert res.status_code == 403, (method, path, res.text)
             assert "THREADLINE_CORS_ORIGINS" in res.json()["detail"]
         # Same-origin requests (the page's own) pass.
-        own = {"Origin": browser_server.url}
+        own = {"Origin": server.url}
         assert (await http.get(f"/threads/{tid}", headers=own)).status_code == 200
 
 
-async def test_host_is_checked_against_dns_rebinding(browser_server: ServerProcess) -> None:
-    async with httpx.AsyncClient(base_url=browser_server.url, timeout=30) as http:
+async def test_host_is_checked_against_dns_rebinding(server: ServerProcess) -> None:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         res = await http.get("/info", headers={"Host": "attacker.example"})
         assert res.status_code == 400, res.text
         assert "THREADLINE_ALLOWED_HOSTS" in res.json()["detail"]
-        res = await http.get("/info", headers={"Host": f"localhost:{browser_server.port}"})
+        res = await http.get("/info", headers={"Host": f"localhost:{server.port}"})
         assert res.status_code == 200
         info = res.json()
         assert info["auth"] == "none"
@@ -400,7 +393,7 @@ def test_without_auth_a_public_address_refuses_to_start(tmp_path: Path, database
     env = scrubbed_environ()
     env.update({"DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(tmp_path / "data")})
     out = subprocess.run(
-        [sys.executable, "-m", "api.cli", "serve", "--host", "0.0.0.0", "--port", "0"],
+        [sys.executable, "-m", "cli", "serve", "--host", "0.0.0.0", "--port", "0"],
         env=env,
         capture_output=True,
         text=True,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -31,6 +30,7 @@ from agent.tasks import CATALOG
 from agent.tasks.counter import groups
 from eval.harness import processes_in
 from tests.conftest import scrubbed_environ
+from tests.utils.cli import threadline_command
 from tests.utils.db import embedded_data_dir
 
 N = 6
@@ -38,11 +38,6 @@ DELAY = 0.4
 MAX_PARALLEL = max(len(g) for g in groups(N))
 """Calls one step of the counter makes at once: how many a single kill can leave unrecorded."""
 RUN_TIMEOUT = 60.0
-
-
-def _threadline() -> list[str]:
-    script = Path(sys.executable).with_name("threadline")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "api.cli"]
 
 
 @dataclass
@@ -61,7 +56,7 @@ class Cli:
         log = self.logs / f"{uuid.uuid4().hex}.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [*_threadline(), *args],
+                [*threadline_command(), *args],
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,

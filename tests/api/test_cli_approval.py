@@ -17,7 +17,6 @@ import pty
 import select
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,13 +26,9 @@ import pytest
 
 from eval.harness import free_port
 from tests.conftest import scrubbed_environ
+from tests.utils.cli import threadline_command
 
 TIMEOUT = 60.0
-
-
-def threadline() -> list[str]:
-    script = Path(sys.executable).with_name("threadline")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "api.cli"]
 
 
 @pytest.fixture
@@ -54,7 +49,7 @@ def greeting(env: dict[str, str], thread_id: str) -> Path:
 def run_without_tty(env: dict[str, str], *args: str) -> tuple[int, str]:
     """``threadline ARGS`` with stdin from /dev/null (not a terminal): exit code and output."""
     proc = subprocess.Popen(
-        [*threadline(), *args],
+        [*threadline_command(), *args],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -74,7 +69,7 @@ class Terminal:
     """``threadline ARGS`` on a pseudo-terminal: read what it prints, type answers."""
 
     def __init__(self, env: dict[str, str], *args: str) -> None:
-        argv = threadline()
+        argv = threadline_command()
         pid, fd = pty.fork()
         if pid == 0:  # the child: become threadline, on the terminal pty.fork gave it
             try:
@@ -177,9 +172,17 @@ def test_on_a_terminal_edit_writes_the_edited_args(
     term.expect(
         'write_file wants to run with {"path": "greeting.txt", "content": "Hello, Ada!\\n"}'
     )
+    term.expect("(write_file is not read-only: the approval policy says 'ask')")
     term.expect("[a/e/r]")
     assert not greeting(env, tid).exists()
     term.send("x")  # not an answer: asked again
+    term.expect("[a/e/r]")
+    term.send("e")
+    term.expect("new args (JSON): ")
+    # Not the tool's arguments: the server refuses them (422) and the call is asked about
+    # again (the interrupt is not used up).
+    term.send(json.dumps({"path": "greeting.txt"}))
+    term.expect("Invalid arguments for write_file: content: Field required")
     term.expect("[a/e/r]")
     term.send("e")
     term.expect("new args (JSON): ")

@@ -17,23 +17,19 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
-from agent import ApprovalPolicy, Limits, build_graph
-from agent.tools import default_tools
+from agent import ApprovalPolicy, Limits
 from api.compaction import compact_thread
 from api.runtime import Runtime
 from eval.harness import ServerProcess
+from tests.utils.graphs import scripted_graph
 from tests.utils.scripted_model import ScriptedChatModel, call
+from tests.utils.tasks import counter, greet
 
 SERVER_ENV = {"THREADLINE_CHECKPOINT_RETENTION": "latest"}
 WAIT = 60.0
-
-
-def counter(n: int, delay: float = 0.0) -> dict[str, Any]:
-    return {"task": {"name": "counter", "params": {"n": n, "delay": delay}}}
-
-
-def greet(name: str) -> dict[str, Any]:
-    return {"task": {"name": "greet", "params": {"name": name}}}
+AUTO = ApprovalPolicy({"*": "auto"})
+LIMITS = Limits(max_steps=100, max_verify_attempts=1)
+"""The in-process graphs: every call runs unasked, one verification."""
 
 
 def checkpoint_rows(database_url: str, thread_id: str) -> dict[str, int]:
@@ -97,7 +93,7 @@ async def test_an_interrupted_run_keeps_its_history_and_prune_keeps_it_resumable
     assert [i["id"] for i in kept["interrupts"]] == [pending["id"]]
 
     resumed = await client.runs.create(
-        tid, "agent", command={"resume": {pending["id"]: {"decision": "approve"}}}
+        tid, "agent", command={"resume": {pending["id"]: {"decisions": [{"type": "approve"}]}}}
     )
     await asyncio.wait_for(client.runs.join(tid, resumed["run_id"]), WAIT)
     done = await client.threads.get_state(tid)
@@ -134,18 +130,6 @@ async def test_prune_rejects_an_unknown_strategy_with_a_message(server: ServerPr
     assert empty.status_code == 422
 
 
-def scripted_graph(runtime: Runtime, replies: list[Any]) -> Any:
-    """The built-in agent on the test's checkpointer, answering from ``replies``."""
-    return build_graph(
-        model=ScriptedChatModel(replies=replies),
-        tools=default_tools(),
-        checkpointer=runtime.saver,
-        data_dir=runtime.settings.data_dir,
-        policy=ApprovalPolicy({"*": "auto"}),
-        limits=Limits(max_steps=100, max_verify_attempts=1),
-    )
-
-
 async def test_a_long_thread_compacts_to_its_snapshot_and_goes_on(runtime: Runtime) -> None:
     """In-process, 25 steps: the kept checkpoint loads the same values (the snapshot is what
     makes that true: without it ``messages`` would come back empty), storage shrinks, and the
@@ -154,7 +138,7 @@ async def test_a_long_thread_compacts_to_its_snapshot_and_goes_on(runtime: Runti
     paths = [".", "./", "./."]  # varied, so the stuck guard never fires
     replies: list[Any] = [call("list_files", path=paths[i % 3]) for i in range(steps)]
     replies += [AIMessage("first part done"), call("list_files", path="."), AIMessage("done")]
-    graph = scripted_graph(runtime, replies)
+    graph = scripted_graph(runtime, ScriptedChatModel(replies=replies), policy=AUTO, limits=LIMITS)
     thread_id = str(uuid.uuid4())
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 300}
     await graph.ainvoke({"messages": [HumanMessage("go")]}, config, durability="sync")
@@ -187,7 +171,7 @@ async def test_compaction_deletes_nothing_when_the_thread_moved_on_meanwhile(
     runtime: Runtime,
 ) -> None:
     replies: list[Any] = [call("list_files", path="."), AIMessage("one"), AIMessage("two")]
-    graph = scripted_graph(runtime, replies)
+    graph = scripted_graph(runtime, ScriptedChatModel(replies=replies), policy=AUTO, limits=LIMITS)
     thread_id = str(uuid.uuid4())
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 50}
     await graph.ainvoke({"messages": [HumanMessage("go")]}, config, durability="sync")
@@ -211,15 +195,11 @@ async def test_compaction_deletes_nothing_when_the_thread_moved_on_meanwhile(
 
 async def test_prune_does_not_compact_under_a_queued_run(runtime: Runtime) -> None:
     from api.compaction import ThreadBusy
-    from api.hub import Hub
+    from api.lifecycle import open_service
     from api.schemas import RunCreate
-    from api.service import Service
 
     graph = runtime.graphs["agent"]
-    hub = Hub(runtime.database.url)
-    await hub.start()
-    try:
-        svc = Service(runtime=runtime, hub=hub)
+    async with open_service(runtime.settings, runtime=runtime, workers=False) as svc:
         thread_id = str(uuid.uuid4())
         # Two checkpoints to compact, then a run queued (no worker here: it stays pending).
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
@@ -232,5 +212,3 @@ async def test_prune_does_not_compact_under_a_queued_run(runtime: Runtime) -> No
         with pytest.raises(ThreadBusy):
             await compact_thread(runtime.pool, runtime.saver, graph, thread_id, check_idle=True)
         assert checkpoint_rows(runtime.settings.database_url or "", thread_id)["checkpoints"] == 2
-    finally:
-        await hub.stop()

@@ -1,4 +1,4 @@
-"""A team's own LangGraph graph, served from a ``langgraph.json`` (DESIGN §5): listed, streamed,
+"""A team's own LangGraph graph, served from a ``langgraph.json``: listed, streamed,
 interrupted and resumed through the same endpoints as the built-in agent."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, ServerStartError, SSEEvent, kill_strays, read_sse
+from eval.harness import ServerProcess, ServerStartError, SSEEvent, kill_strays
 from tests.api.conftest import FAST
+from tests.utils.runs import read_events
 
 MY_GRAPH = textwrap.dedent(
     '''
@@ -81,13 +82,7 @@ async def http(graph_server: ServerProcess) -> Any:
 async def stream(http: httpx.AsyncClient, tid: str, body: dict[str, Any]) -> list[SSEEvent]:
     async with http.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
         assert response.status_code == 200, await response.aread()
-        out = []
-        async for frame in read_sse(response):
-            if not frame.is_comment:
-                out.append(frame)
-            if frame.event == "end":
-                break
-        return out
+        return await read_events(response)
 
 
 async def test_info_lists_the_builtin_and_the_configured_graph(http: httpx.AsyncClient) -> None:

@@ -1,4 +1,4 @@
-"""Crash-safe runs (DESIGN §6, §9): SIGKILL or SIGTERM a real server mid-run, and the run goes on.
+"""Crash-safe runs: SIGKILL or SIGTERM a real server mid-run, and the run goes on.
 
 After each kill the server is restarted on the same port, database and data directory; its
 start-up sweep expires the leases the dead process held, so it takes the run over at once, as
@@ -55,6 +55,8 @@ from eval.harness import (
     workspace_path,
 )
 from tests.api.conftest import FAST
+from tests.utils.runs import MODES, start_run, until
+from tests.utils.tasks import counter
 
 pytestmark = pytest.mark.slow
 
@@ -67,11 +69,6 @@ GRACE = 1.0
 SERVER_ENV = {"THREADLINE_SHUTDOWN_GRACE_SECONDS": str(GRACE), "THREADLINE_LOG_LEVEL": "warning"}
 """For the module's ``server``: SIGTERM gives running runs one second, then hands them back."""
 RUN_TIMEOUT = 90.0
-MODES = ["updates", "custom"]
-
-
-def counter(n: int = N, delay: float = DELAY) -> dict[str, Any]:
-    return {"task": {"name": "counter", "params": {"n": n, "delay": delay}}}
 
 
 # -- what the tests look at -------------------------------------------------------------------
@@ -161,29 +158,6 @@ async def db_run(database_url: str, run_id: str) -> dict[str, Any]:
         return dict(row)
 
 
-async def start_run(server: ServerProcess, body: dict[str, Any]) -> tuple[str, str]:
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
-        response = await http.post("/threads", json={})
-        assert response.status_code == 200, response.text
-        tid = response.json()["thread_id"]
-        response = await http.post(f"/threads/{tid}/runs", json=body)
-        assert response.status_code == 200, response.text
-        return tid, response.json()["run_id"]
-
-
-async def until(follower: StreamFollower, condition: Callable[[], bool], timeout: float) -> None:
-    """Wait (bounded) until ``condition()`` holds for what ``follower`` has read so far."""
-
-    async def wait() -> None:
-        while not condition():
-            assert not follower.ended, "the run ended before the moment the test waits for"
-            follower.changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(follower.changed.wait(), timeout=0.05)
-
-    await asyncio.wait_for(wait(), timeout)
-
-
 @contextlib.asynccontextmanager
 async def following(
     follower: StreamFollower, targets: list[ServerProcess]
@@ -228,7 +202,7 @@ KILL_POINTS = {
 async def test_sigkill_then_restart_resumes_the_same_run(server: ServerProcess, point: str) -> None:
     assert groups(N) == [[1], [2, 3], [4]]  # what the kill points above rely on
     plan = KillPlan([KILL_POINTS[point]])
-    outcome = await run_with_kills(server, counter(), plan, timeout=RUN_TIMEOUT)
+    outcome = await run_with_kills(server, counter(N, DELAY), plan, timeout=RUN_TIMEOUT)
     assert len(outcome.kills) == 1, "the run ended before the kill point was reached"
     await no_tools_left(server.data_dir, outcome.thread_id)
     assert_resumed_once(outcome)
@@ -278,7 +252,7 @@ async def test_sigkill_before_the_first_tool(
     started = time.monotonic()
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         tid = (await http.post("/threads", json={})).json()["thread_id"]
-        body = {"assistant_id": "agent", "input": counter(), "stream_mode": MODES}
+        body = {"assistant_id": "agent", "input": counter(N, DELAY), "stream_mode": MODES}
         first: list[SSEEvent] = []
         async with http.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
             assert response.status_code == 200
@@ -340,7 +314,7 @@ async def test_survivor_takes_over_the_killed_processs_run(
     other = make_server(module_database_url, server.data_dir, name="other")
     other.start()
     tid, rid = await start_run(
-        server, {"assistant_id": "agent", "input": counter(), "stream_mode": MODES}
+        server, {"assistant_id": "agent", "input": counter(N, DELAY), "stream_mode": MODES}
     )
     follower = StreamFollower(tid, rid)
     async with following(follower, [server, other]) as reading:
@@ -399,7 +373,7 @@ async def cli_resume(server: ServerProcess, database_url: str, thread_id: str) -
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "api.cli",
+        "cli",
         "resume",
         thread_id,
         env=env,
@@ -583,10 +557,10 @@ async def test_update_of_a_call_finished_before_the_crash_is_sent_once(
     In-process, to hit that window every time: worker A hangs on storing the second ``tools``
     update of step 2 and stops renewing its lease (a hung process); worker B takes the run over.
     """
-    from api.hub import Hub
+    from api.lifecycle import open_service
     from api.schemas import RunCreate
-    from api.service import Service
-    from api.worker import Emitter, Workers
+    from api.store.event_writer import Emitter
+    from api.worker import Workers
 
     frozen = asyncio.Event()
     real_emit = Emitter.emit
@@ -602,56 +576,55 @@ async def test_update_of_a_call_finished_before_the_crash_is_sent_once(
         await real_emit(self, event, data)
 
     monkeypatch.setattr(Emitter, "emit", emit)
-    hub = Hub(runtime.database.url)
-    await hub.start()
-    a = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
-    b = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
-    try:
-        svc = Service(runtime=runtime, hub=hub)
-        tid = str(uuid.uuid4())
-        run = await svc.create_run(
-            tid,
-            RunCreate(
-                assistant_id="agent",
-                input=counter(N, 0.2),
-                stream_mode=MODES,
-                if_not_exists="create",
-            ),
-        )
-        rid = run["run_id"]
-        await a.start()
-        await asyncio.wait_for(frozen.wait(), 30)
-        await asyncio.sleep(0.5)  # the other call of step 2 finishes and saves its result too
-        for loop in a._loops:  # A hangs: no more heartbeats or claims
-            loop.cancel()
-        # Ended before A's lease is expired: a claim A had in flight could otherwise run on the
-        # server after the expiry and take the run as attempt 2 (handed back at once, since
-        # its loop is cancelled), and B would run attempt 3.
-        await asyncio.gather(*a._loops, return_exceptions=True)
-        async with runtime.pool.connection() as conn:
-            await conn.execute(
-                "UPDATE runs SET lease_until = now() - interval '1 second' WHERE run_id = %s",
-                (uuid.UUID(rid),),
+    async with open_service(settings, runtime=runtime, workers=False) as svc:
+        a = Workers(runtime=runtime, hub=svc.hub)
+        b = Workers(runtime=runtime, hub=svc.hub)
+        try:
+            tid = str(uuid.uuid4())
+            run = await svc.create_run(
+                tid,
+                RunCreate(
+                    assistant_id="agent",
+                    input=counter(N, 0.2),
+                    stream_mode=MODES,
+                    if_not_exists="create",
+                ),
             )
-        await b.start()
-        deadline = time.monotonic() + 60
-        while (await svc.refreshed_run(tid, rid))["status"] in ("pending", "running"):
-            assert time.monotonic() < deadline, "the run did not end on worker B"
-            await asyncio.sleep(0.1)
-        async with runtime.pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT seq, event, attempt, data::text AS data FROM run_events"
-                " WHERE run_id = %s ORDER BY seq",
-                (uuid.UUID(rid),),
+            rid = run["run_id"]
+            await a.start()
+            await asyncio.wait_for(frozen.wait(), 30)
+            await asyncio.sleep(0.5)  # the other call of step 2 finishes and saves its result too
+            for loop in a._loops:  # A hangs: no more heartbeats or claims
+                loop.cancel()
+            # Ended before A's lease is expired: a claim A had in flight could otherwise run on the
+            # server after the expiry and take the run as attempt 2 (handed back at once, since
+            # its loop is cancelled), and B would run attempt 3.
+            await asyncio.gather(*a._loops, return_exceptions=True)
+            async with runtime.pool.connection() as conn:
+                await conn.execute(
+                    "UPDATE runs SET lease_until = now() - interval '1 second' WHERE run_id = %s",
+                    (uuid.UUID(rid),),
+                )
+            await b.start()
+            deadline = time.monotonic() + 60
+            while (await svc.refreshed_run(tid, rid))["status"] in ("pending", "running"):
+                assert time.monotonic() < deadline, "the run did not end on worker B"
+                await asyncio.sleep(0.1)
+            async with runtime.pool.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT seq, event, attempt, data::text AS data FROM run_events"
+                    " WHERE run_id = %s ORDER BY seq",
+                    (uuid.UUID(rid),),
+                )
+                stored = list(await cur.fetchall())
+        finally:
+            for task in [e.task for e in a.active.values() if e.task]:
+                task.cancel()
+            await asyncio.gather(
+                *(e.task for e in a.active.values() if e.task), return_exceptions=True
             )
-            stored = list(await cur.fetchall())
-    finally:
-        for task in [e.task for e in a.active.values() if e.task]:
-            task.cancel()
-        await asyncio.gather(*(e.task for e in a.active.values() if e.task), return_exceptions=True)
-        await b.stop()
-        await a.stop()
-        await hub.stop()
+            await b.stop()
+            await a.stop()
     ended = await svc.refreshed_run(tid, rid)
     # Which attempt stored what, to tell how a run that ended on another attempt got there.
     trail = [

@@ -16,8 +16,9 @@ import pytest
 from langchain_core.messages import HumanMessage
 from psycopg_pool import AsyncConnectionPool
 
+from api.builtin_agent import BUILTIN_ASSISTANT
 from api.database import _migrations, migrate, resolve_database
-from api.runtime import BUILTIN_ASSISTANT, Runtime, open_runtime
+from api.runtime import Runtime, open_runtime
 from api.settings import Settings
 from eval.harness import processes_in
 from tests.conftest import scrubbed_environ
@@ -133,7 +134,7 @@ USER = """
 import sys
 from pathlib import Path
 
-from api.database import start_embedded
+from api.embedded import start_embedded
 
 print("ready", start_embedded(Path(sys.argv[1])), flush=True)
 sys.stdin.readline()  # then exits normally
@@ -162,6 +163,15 @@ def finish(proc: subprocess.Popen[bytes]) -> None:
     proc.stdin.write(b"go\n")
     proc.stdin.close()
     assert proc.wait(timeout=60) == 0
+    close_pipes(proc)
+
+
+def close_pipes(proc: subprocess.Popen[bytes]) -> None:
+    """Close our ends of the process's pipes once it has exited. Not read to EOF: the server
+    it started may hold the other end of its stdout."""
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            pipe.close()
 
 
 def postgres_of(data_dir: Path, *, gone_within: float = 0.0) -> list[int]:
@@ -181,6 +191,7 @@ def test_a_server_a_killed_process_left_is_adopted_and_stopped_by_its_last_live_
         first, url = start_user(data_dir)
         first.kill()  # kill -9: its exit handlers never run
         first.wait()
+        close_pipes(first)
         assert postgres_of(data_dir), "the server should outlive a killed process"
 
         second, adopted = start_user(data_dir)  # adopts the server the dead one left
@@ -198,6 +209,7 @@ def test_a_server_a_killed_process_left_is_adopted_and_stopped_by_its_last_live_
 async def test_nul_from_a_graph_is_stored_as_a_replacement_character(runtime: Any) -> None:
     """Model output and tool results may hold NUL, which jsonb refuses: the thread's values and
     the audit log store U+FFFD instead of failing the run's bookkeeping."""
+    from api.adapters import ToolRecord
     from api.store import audit, threads
 
     async with runtime.pool.connection() as conn:
@@ -213,8 +225,15 @@ async def test_nul_from_a_graph_is_stored_as_a_replacement_character(runtime: An
             thread_id="nul-thread",
             run_id="00000000-0000-0000-0000-000000000001",
             attempt=1,
-            event={"tool_call_id": "c1", "tool": "run_command", "ok": True, "result": "x\0y"},
-            args={"command": ["cat", "bin\0"]},
+            record=ToolRecord(
+                tool="run_command",
+                tool_call_id="c1",
+                args={"command": ["cat", "bin\0"]},
+                ok=True,
+                duration=0.1,
+                output="x\0y",
+                result="x\0y",
+            ),
         )
         prior = await audit.prior_result(conn, "nul-thread", "nul-thread:c1")
-        assert prior is not None and prior["content"] == "x\ufffdy"
+        assert prior is not None and prior.content == "x\ufffdy"

@@ -6,20 +6,17 @@ One server for the module (its own database) with a small body limit.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from typing import Any
 
 import httpx
 
 from eval.harness import ServerProcess
+from tests.utils.runs import new_thread, wait_status
+from tests.utils.tasks import counter
 
 SERVER_ENV = {"THREADLINE_MAX_BODY_BYTES": "2048"}
 """Read by the ``server`` fixture (tests/api/conftest.py)."""
-
-
-def counter(n: int, delay: float) -> dict[str, Any]:
-    return {"task": {"name": "counter", "params": {"n": n, "delay": delay}}}
 
 
 def expect(response: httpx.Response, status: int, *fragments: str) -> str:
@@ -30,24 +27,6 @@ def expect(response: httpx.Response, status: int, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment.lower() in detail.lower(), (fragment, detail)
     return detail
-
-
-async def new_thread(http: httpx.AsyncClient, **body: Any) -> str:
-    response = await http.post("/threads", json=body)
-    assert response.status_code == 200, response.text
-    return str(response.json()["thread_id"])
-
-
-async def wait_status(
-    http: httpx.AsyncClient, tid: str, rid: str, want: set[str], timeout: float = 30.0
-) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        run = (await http.get(f"/threads/{tid}/runs/{rid}")).json()
-        if run["status"] in want:
-            return dict(run)
-        assert time.monotonic() < deadline, f"run still {run['status']!r}, expected {want}"
-        await asyncio.sleep(0.2)
 
 
 async def interrupted_greet_thread(http: httpx.AsyncClient) -> tuple[str, str]:
@@ -191,10 +170,13 @@ async def test_busy_thread_reject_and_enqueue(
     expect(await http.post(f"/threads/{tid}/runs/{first_id}/cancel"), 409, "already finished")
 
 
+APPROVE = {"decisions": [{"type": "approve"}]}
+
+
 async def test_resume_errors(http: httpx.AsyncClient) -> None:
     # A thread with nothing pending.
     idle = await new_thread(http)
-    resume = {"assistant_id": "agent", "command": {"resume": {"decision": "approve"}}}
+    resume = {"assistant_id": "agent", "command": {"resume": {"decisions": [{"type": "approve"}]}}}
     expect(await http.post(f"/threads/{idle}/runs", json=resume), 409, "no pending interrupt")
 
     tid, interrupt_id = await interrupted_greet_thread(http)
@@ -202,23 +184,39 @@ async def test_resume_errors(http: httpx.AsyncClient) -> None:
     detail = expect(
         await http.post(
             f"/threads/{tid}/runs",
-            json={"assistant_id": "agent", "command": {"resume": {stale: {"decision": "approve"}}}},
+            json={"assistant_id": "agent", "command": {"resume": {stale: APPROVE}}},
         ),
         409,
         stale,
     )
     assert interrupt_id in detail  # it lists what is pending
 
-    maybe = {"assistant_id": "agent", "command": {"resume": {interrupt_id: {"decision": "maybe"}}}}
+    decisions = [{"type": "maybe"}]
+    maybe = {
+        "assistant_id": "agent",
+        "command": {"resume": {interrupt_id: {"decisions": decisions}}},
+    }
     expect(await http.post(f"/threads/{tid}/runs", json=maybe), 422, interrupt_id)
     expect(
         await http.post(
-            f"/threads/{tid}/approvals", json={"interrupt_id": interrupt_id, "decision": "maybe"}
+            f"/threads/{tid}/approvals", json={"interrupt_id": interrupt_id, "decisions": decisions}
         ),
         422,
         "decision",
     )
-    edit_bad = {"decision": "edit", "args": {"path": 7}}
+    # The old answer: a 422 that shows the new one.
+    expect(
+        await http.post(
+            f"/threads/{tid}/approvals", json={"interrupt_id": interrupt_id, "decision": "approve"}
+        ),
+        422,
+        '{"decisions": [<one decision per action request, in their order>]}',
+    )
+    edit_bad = {
+        "decisions": [
+            {"type": "edit", "edited_action": {"name": "write_file", "args": {"path": 7}}}
+        ]
+    }
     expect(
         await http.post(
             f"/threads/{tid}/runs",
@@ -230,12 +228,13 @@ async def test_resume_errors(http: httpx.AsyncClient) -> None:
     # None of the refused answers was recorded: the thread still waits, and approving works.
     assert (await http.get(f"/threads/{tid}")).json()["status"] == "interrupted"
     approve = await http.post(
-        f"/threads/{tid}/approvals", json={"interrupt_id": interrupt_id, "decision": "approve"}
+        f"/threads/{tid}/approvals", json={"interrupt_id": interrupt_id, **APPROVE}
     )
     assert approve.status_code == 200, approve.text
     await wait_status(http, tid, approve.json()["run_id"], {"success"})
     again = await http.post(
-        f"/threads/{tid}/approvals", json={"interrupt_id": interrupt_id, "decision": "reject"}
+        f"/threads/{tid}/approvals",
+        json={"interrupt_id": interrupt_id, "decisions": [{"type": "reject"}]},
     )
     assert again.status_code == 409, again.text
 

@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from api.validation import MAX_JSON_DEPTH, MAX_OFFSET, METADATA_MAX_BYTES, METADATA_MAX_DEPTH
+from api.json_body import MAX_JSON_DEPTH
+from api.validation import MAX_OFFSET, METADATA_MAX_BYTES, METADATA_MAX_DEPTH
 from eval.harness import ServerProcess
 
 JSON = {"content-type": "application/json"}
@@ -77,14 +78,20 @@ FIELDS = [
     (
         "POST",
         "/threads/{tid}/approvals",
-        '{"interrupt_id": "x", "decision": "reject", "message": %s}',
+        '{"interrupt_id": "x", "decisions": [{"type": "reject", "message": %s}]}',
     ),
     (
         "POST",
         "/threads/{tid}/approvals",
-        '{"interrupt_id": "x", "decision": "edit", "args": {"path": %s}}',
+        '{"interrupt_id": "x", "decisions": [{"type": "edit", '
+        '"edited_action": {"name": "write_file", "args": {"path": %s}}}]}',
     ),
-    ("POST", "/threads/{tid}/approvals", '{"interrupt_id": %s, "decision": "approve"}'),
+    (
+        "POST",
+        "/threads/{tid}/approvals",
+        '{"interrupt_id": %s, "decisions": [{"type": "approve"}]}',
+    ),
+    ("POST", "/threads/{tid}/approvals", '{"interrupt_id": "x", "decisions": [%s]}'),
 ]
 KEY_FIELDS = [
     ("POST", "/threads", '{"metadata": {%s: 1}}'),
@@ -94,7 +101,8 @@ KEY_FIELDS = [
     (
         "POST",
         "/threads/{tid}/approvals",
-        '{"interrupt_id": "x", "decision": "edit", "args": {%s: 1}}',
+        '{"interrupt_id": "x", "decisions": [{"type": "edit", '
+        '"edited_action": {"name": "write_file", "args": {%s: 1}}}]}',
     ),
 ]
 
@@ -214,7 +222,7 @@ def test_the_messages_say_what_is_wrong(client: httpx.Client, probes: Probes) ->
     assert "is not supported" in probes.refused(
         "POST",
         f"/threads/{tid}/approvals",
-        '{"interrupt_id": "x", "decision": "approve", "stream_mode": ["events"]}',
+        '{"interrupt_id": "x", "decisions": [{"type": "approve"}], "stream_mode": ["events"]}',
     )
     assert "reject" in probes.refused(
         "POST", runs, '{"assistant_id": "agent", "multitask_strategy": "interrupt"}'

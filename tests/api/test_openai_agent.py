@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from api.runtime import build_agent
+from api.builtin_agent.wiring import build_agent
 from api.settings import Settings
 from tests.utils.fake_openai import FakeOpenAIServer, Reply, ToolCall
 

@@ -17,29 +17,22 @@ import pytest
 
 from eval.harness import ServerProcess, workspace_path
 from tests.api.test_approvals import (
-    MODES,
     audit_rows,
-    collect,
     custom_of,
     decision_rows,
-    greet,
     interrupts_in,
     pending_ids,
     start_interrupted,
     tool_rows,
     workspace_file,
 )
+from tests.utils.runs import MODES, collect, new_thread
+from tests.utils.tasks import counter, greet, notes
 
 SERVER_ENV = {"THREADLINE_APPROVAL_POLICY": json.dumps({"edit_file": "deny"})}
 """The deployment denies edit_file, so a run that asks for it "auto" is a loosening."""
-COUNTER = {"task": {"name": "counter", "params": {"n": 2, "delay": 0}}}
+COUNTER = counter(2)
 ASK_COMMANDS = {"configurable": {"approval_policy": {"run_command": "ask"}}}
-
-
-async def new_thread(http: httpx.AsyncClient) -> str:
-    res = await http.post("/threads", json={})
-    assert res.status_code == 200, res.text
-    return str(res.json()["thread_id"])
 
 
 async def wait_run(http: httpx.AsyncClient, tid: str, body: dict[str, Any]) -> httpx.Response:
@@ -208,8 +201,8 @@ async def test_the_task_preapproval_stays_and_a_run_can_tighten_it(
         client.runs.stream(tid, "agent", input=COUNTER, stream_mode=MODES, config=ASK_COMMANDS)
     )
     [asked] = interrupts_in(parts)
-    assert asked["value"]["tool"] == "run_command"
-    assert asked["value"]["policy"] == {"rule": "ask", "source": "run", "server_rule": "auto"}
+    assert asked["value"]["action_requests"][0]["name"] == "run_command"
+    assert asked["value"]["policies"] == [{"rule": "ask", "source": "run", "server_rule": "auto"}]
     assert custom_of(parts, "tool_started") == []
 
 
@@ -244,7 +237,10 @@ async def test_a_rejection_through_the_approvals_endpoint_binds(
     [asked] = (await client.threads.get_state(tid))["interrupts"]
     res = await http.post(
         f"/threads/{tid}/approvals",
-        json={"interrupt_id": interrupt_id, "decision": "reject", "message": "no"},
+        json={
+            "interrupt_id": interrupt_id,
+            "decisions": [{"type": "reject", "message": "no"}],
+        },
     )
     assert res.status_code == 200, res.text
     run = res.json()
@@ -254,7 +250,8 @@ async def test_a_rejection_through_the_approvals_endpoint_binds(
     # Only later steps' calls ran (under the resuming run's policy), never the rejected one.
     rows = await audit_rows(http, tid)
     executed = [r["tool_call_id"] for r in tool_rows(rows, "run_command")]
-    assert asked["value"]["tool_call_id"] not in executed
+    [rejected_call] = asked["value"]["tool_call_ids"]
+    assert rejected_call not in executed
     values = (await client.threads.get_state(tid))["values"]
     rejected = [m for m in values["messages"] if m["type"] == "tool"]
     assert rejected and rejected[0]["status"] == "error"
@@ -269,12 +266,12 @@ async def test_a_rejection_in_a_resume_without_the_asking_config_binds(
     tid, interrupt_id = await asked_counter(client)
     state = await client.threads.get_state(tid)
     [asked] = state["interrupts"]
-    rejected_call = asked["value"]["tool_call_id"]
+    [rejected_call] = asked["value"]["tool_call_ids"]
     parts = await collect(
         client.runs.stream(
             tid,
             "agent",
-            command={"resume": {interrupt_id: {"decision": "reject"}}},
+            command={"resume": {interrupt_id: {"decisions": [{"type": "reject"}]}}},
             stream_mode=MODES,
         )
     )
@@ -293,11 +290,14 @@ async def test_an_edit_runs_as_edited_and_an_approval_runs_as_asked(
     tid, parts = await start_interrupted(client, greet("Ada"))
     [asked] = interrupts_in(parts)
     edited = {"path": "greeting.txt", "content": "Hello, Ada!\n"}
+    action = {"name": "write_file", "args": edited}
     parts = await collect(
         client.runs.stream(
             tid,
             "agent",
-            command={"resume": {asked["id"]: {"decision": "edit", "args": edited}}},
+            command={
+                "resume": {asked["id"]: {"decisions": [{"type": "edit", "edited_action": action}]}}
+            },
             stream_mode=MODES,
             config={"configurable": {"approval_policy": {"write_file": "deny"}}},
         )
@@ -315,21 +315,42 @@ async def test_an_edit_that_breaks_the_tools_schema_is_a_422(
 ) -> None:
     tid, parts = await start_interrupted(client, greet("Ada"))
     [asked] = interrupts_in(parts)
+    broken = {"name": "write_file", "args": {"path": 3}}
     res = await http.post(
         f"/threads/{tid}/approvals",
-        json={"interrupt_id": asked["id"], "decision": "edit", "args": {"path": 3}},
+        json={
+            "interrupt_id": asked["id"],
+            "decisions": [{"type": "edit", "edited_action": broken}],
+        },
     )
     assert res.status_code == 422, res.text
+    assert "Invalid arguments for write_file" in res.json()["detail"], res.text
     assert await pending_ids(client, tid) == [asked["id"]]
+
+
+async def test_an_edit_cannot_switch_tools(client: Any, http: httpx.AsyncClient) -> None:
+    """An approval binds its tool: an edit naming another one is a 422, and the interrupt stays
+    pending (a client cannot turn an approved write into a command)."""
+    tid, parts = await start_interrupted(client, greet("Ada"))
+    [asked] = interrupts_in(parts)
+    other = {"name": "run_command", "args": {"command": "echo hi"}}
+    res = await http.post(
+        f"/threads/{tid}/approvals",
+        json={"interrupt_id": asked["id"], "decisions": [{"type": "edit", "edited_action": other}]},
+    )
+    assert res.status_code == 422, res.text
+    assert "cannot switch tools" in res.json()["detail"], res.text
+    assert await pending_ids(client, tid) == [asked["id"]]
+    assert tool_rows(await audit_rows(http, tid), "run_command") == []
 
 
 async def test_a_new_message_closes_pending_approvals_as_rejected(
     client: Any, http: httpx.AsyncClient, server: ServerProcess
 ) -> None:
-    notes = {"task": {"name": "notes", "params": {"first": "alpha", "second": "beta"}}}
-    tid, parts = await start_interrupted(client, notes)
-    asked = [i["id"] for i in interrupts_in(parts)]
-    assert len(asked) == 2
+    tid, parts = await start_interrupted(client, notes())
+    [pending] = interrupts_in(parts)  # one request asking about both writes
+    asked = [pending["id"]]
+    assert len(pending["value"]["action_requests"]) == 2
     parts = await collect(
         client.runs.stream(
             tid,
@@ -349,12 +370,15 @@ async def test_a_new_message_closes_pending_approvals_as_rejected(
     assert values["messages"][-2]["type"] == "human"
     assert values["messages"][-2]["content"] == "never mind"
     rows = decision_rows(await audit_rows(http, tid))
-    assert sorted(r["detail"]["interrupt_id"] for r in rows) == sorted(asked)
-    assert all(r["detail"]["answer"]["message"] == "superseded by a new message" for r in rows)
+    assert [r["detail"]["interrupt_id"] for r in rows] == asked
+    # Recorded as the answer a human could have sent: a rejection for each of its two calls.
+    reject = {"type": "reject", "message": "superseded by a new message"}
+    assert [r["detail"]["answer"] for r in rows] == [{"decisions": [reject, reject]}]
     assert tool_rows(await audit_rows(http, tid)) == []
     # The closed approvals cannot be answered any more.
     res = await http.post(
-        f"/threads/{tid}/approvals", json={"interrupt_id": asked[0], "decision": "approve"}
+        f"/threads/{tid}/approvals",
+        json={"interrupt_id": asked[0], "decisions": [{"type": "approve"}] * 2},
     )
     assert res.status_code == 409, res.text
     assert not workspace_path(server.data_dir, tid, "notes.md").exists()

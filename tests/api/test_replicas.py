@@ -1,4 +1,4 @@
-"""Replicas on one database and one data directory (DESIGN §1.4, §6), and kill -9 recovery.
+"""Replicas on one database and one data directory, and kill -9 recovery.
 
 - Any replica serves any run's stream, live or replayed, with the same event ids.
 - A replica killed mid-run has its run taken over by another after the lease expires, as
@@ -27,25 +27,14 @@ from eval.harness import (
     is_custom,
     run_with_kills,
 )
+from tests.utils.runs import MODES, start_run, until
+from tests.utils.tasks import counter
 
-MODES = ["updates", "custom"]
 LEASE = 3.0
-
-
-def counter(n: int, delay: float) -> dict[str, Any]:
-    return {"task": {"name": "counter", "params": {"n": n, "delay": delay}}}
 
 
 def same_events(a: list[Any], b: list[Any]) -> bool:
     return [(e.id, e.event, e.data) for e in a] == [(e.id, e.event, e.data) for e in b]
-
-
-async def start_run(server: ServerProcess, body: dict[str, Any]) -> tuple[str, str]:
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
-        tid = (await http.post("/threads", json={})).json()["thread_id"]
-        response = await http.post(f"/threads/{tid}/runs", json=body)
-        assert response.status_code == 200, response.text
-        return tid, response.json()["run_id"]
 
 
 async def replay(server: ServerProcess, tid: str, rid: str) -> list[Any]:
@@ -105,15 +94,13 @@ async def test_a_killed_replicas_run_is_taken_over(
         started = sum(1 for e in from_a.events if is_custom("tool_started")(e))
         return started - sum(1 for e in from_a.events if is_custom("tool_finished")(e))
 
-    async def until(condition: Callable[[], bool]) -> None:
-        while not condition():
-            assert not from_a.ended, "the run ended on A before A could be killed"
-            from_a.changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(from_a.changed.wait(), timeout=0.1)
-
     reading = asyncio.create_task(from_a.follow([a], timeout=60))
-    await asyncio.wait_for(until(lambda: tools_in_flight() > 0), timeout=30)
+    await until(
+        from_a,
+        lambda: tools_in_flight() > 0,
+        30,
+        why="the run ended on A before A could be killed",
+    )
     b.resume()  # A holds a live lease: B must not take the run yet
     await asyncio.sleep(0.5)
     assert tools_in_flight() > 0 and not from_a.ended

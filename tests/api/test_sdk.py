@@ -14,9 +14,10 @@ import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
 from eval.harness import ServerProcess, counter_lines
+from tests.utils.runs import MODES, collect
+from tests.utils.tasks import counter, greet
 
-COUNTER = {"task": {"name": "counter", "params": {"n": 3, "delay": 0.05}}}
-MODES = ["updates", "custom"]
+COUNTER = counter(3, 0.05)
 
 
 def custom_types(parts: list[Any]) -> list[str]:
@@ -30,13 +31,6 @@ def update_nodes(parts: list[Any]) -> set[str]:
 def assert_ids_contiguous(parts: list[Any]) -> None:
     ids = [int(p.id) for p in parts]
     assert ids == list(range(ids[0], ids[0] + len(ids))), ids
-
-
-async def collect(stream: Any, timeout: float = 60.0) -> list[Any]:
-    async def read() -> list[Any]:
-        return [part async for part in stream]
-
-    return await asyncio.wait_for(read(), timeout)
 
 
 async def test_stream_counter_event_sequence(client: Any, server: ServerProcess) -> None:
@@ -102,8 +96,7 @@ async def test_wait_state_and_history(client: Any) -> None:
 
 async def test_cancel_running_run(client: Any) -> None:
     tid = (await client.threads.create())["thread_id"]
-    slow = {"task": {"name": "counter", "params": {"n": 3, "delay": 30}}}
-    run = await client.runs.create(tid, "agent", input=slow, stream_mode=MODES)
+    run = await client.runs.create(tid, "agent", input=counter(3, 30), stream_mode=MODES)
     parts: list[Any] = []
 
     async def follow() -> None:
@@ -158,7 +151,7 @@ async def test_runs_list_and_get(client: Any) -> None:
     second = await client.runs.create(
         tid,
         "agent",
-        input={"task": {"name": "counter", "params": {"n": 1, "delay": 0}}},
+        input=counter(1),
         metadata={"which": "second"},
     )
     await asyncio.wait_for(client.runs.join(tid, second["run_id"]), 60)
@@ -176,19 +169,24 @@ async def test_runs_list_and_get(client: Any) -> None:
 
 async def test_approval_flow(client: Any, server: ServerProcess) -> None:
     tid = (await client.threads.create())["thread_id"]
-    greet = {"task": {"name": "greet", "params": {"name": "SDK"}}}
-    parts = await collect(client.runs.stream(tid, "agent", input=greet, stream_mode="updates"))
+    updates = client.runs.stream(tid, "agent", input=greet("SDK"), stream_mode="updates")
+    parts = await collect(updates)
     interrupts = [p.data["__interrupt__"] for p in parts if "__interrupt__" in p.data]
     assert len(interrupts) == 1 and len(interrupts[0]) == 1
     pending = interrupts[0][0]
-    assert pending["value"]["type"] == "approval"
-    assert pending["value"]["tool"] == "write_file"
+    assert [a["name"] for a in pending["value"]["action_requests"]] == ["write_file"]
+    assert pending["value"]["review_configs"][0]["allowed_decisions"] == [
+        "approve",
+        "edit",
+        "reject",
+    ]
     assert parts[-1].event == "end" and parts[-1].data["status"] == "interrupted"
     assert (await client.threads.get(tid))["status"] == "interrupted"
 
     state = await client.threads.get_state(tid)
     assert [i["id"] for i in state["interrupts"]] == [pending["id"]]
-    assert state["next"] == ["tools"]
+    assert state["next"] == ["review"]  # the review node asks; the tools node runs the answer
+    [call_id] = pending["value"]["tool_call_ids"]
 
     async with httpx.AsyncClient(base_url=server.url) as http:
         before = await http.get(f"/threads/{tid}/workspace/greeting.txt")
@@ -196,7 +194,9 @@ async def test_approval_flow(client: Any, server: ServerProcess) -> None:
 
         values = await asyncio.wait_for(
             client.runs.wait(
-                tid, "agent", command={"resume": {pending["id"]: {"decision": "approve"}}}
+                tid,
+                "agent",
+                command={"resume": {pending["id"]: {"decisions": [{"type": "approve"}]}}},
             ),
             60,
         )
@@ -210,6 +210,7 @@ async def test_approval_flow(client: Any, server: ServerProcess) -> None:
         audit = (await http.get(f"/threads/{tid}/audit")).json()
     writes = [a for a in audit if a["kind"] == "tool" and a["tool"] == "write_file"]
     assert len(writes) == 1 and writes[0]["detail"]["ok"] is True
+    assert writes[0]["tool_call_id"] == call_id
     decisions = [a for a in audit if a["kind"] == "decision"]
     assert [d["detail"]["interrupt_id"] for d in decisions] == [pending["id"]]
 
@@ -217,7 +218,7 @@ async def test_approval_flow(client: Any, server: ServerProcess) -> None:
     # HTTPStatusError; ConflictError is one too).
     with pytest.raises(httpx.HTTPStatusError) as err:
         await client.runs.wait(
-            tid, "agent", command={"resume": {pending["id"]: {"decision": "approve"}}}
+            tid, "agent", command={"resume": {pending["id"]: {"decisions": [{"type": "approve"}]}}}
         )
     assert err.value.response.status_code == 409
     assert "pending interrupt" in err.value.response.json()["detail"]

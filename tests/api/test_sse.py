@@ -7,42 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import httpx
 import pytest
 
 from eval.harness import ServerProcess, SSEEvent, counter_lines, read_sse
-
-MODES = ["updates", "custom"]
-
-
-def counter(n: int, delay: float) -> dict[str, Any]:
-    return {"task": {"name": "counter", "params": {"n": n, "delay": delay}}}
-
-
-async def new_thread(http: httpx.AsyncClient) -> str:
-    response = await http.post("/threads", json={})
-    assert response.status_code == 200, response.text
-    return str(response.json()["thread_id"])
-
-
-async def read_events(
-    response: httpx.Response, *, stop: Any = None, timeout: float = 60.0
-) -> list[SSEEvent]:
-    """Events (no comments) until ``end``, or until ``stop(events)`` says so."""
-    out: list[SSEEvent] = []
-
-    async def read() -> None:
-        async for frame in read_sse(response):
-            if frame.is_comment:
-                continue
-            out.append(frame)
-            if frame.event == "end" or (stop and stop(out)):
-                return
-
-    await asyncio.wait_for(read(), timeout)
-    return out
+from tests.utils.runs import MODES, new_thread, read_events, wait_status
+from tests.utils.tasks import counter
 
 
 async def join(
@@ -53,18 +24,6 @@ async def join(
         assert r.status_code == 200, await r.aread()
         assert r.headers["content-type"].startswith("text/event-stream")
         return await read_events(r)
-
-
-async def wait_status(
-    http: httpx.AsyncClient, tid: str, rid: str, want: str, timeout: float = 20.0
-) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        run = (await http.get(f"/threads/{tid}/runs/{rid}")).json()
-        if run["status"] == want:
-            return dict(run)
-        assert time.monotonic() < deadline, f"run still {run['status']!r}, expected {want!r}"
-        await asyncio.sleep(0.1)
 
 
 def ids(events: list[SSEEvent]) -> list[int]:

@@ -10,15 +10,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
-from api.hub import Hub
+from api.lifecycle import open_service
 from api.schemas import RunCreate
-from api.service import Service
 from api.store import runs as runs_store
 from api.worker import Workers
-
-
-def counter(n: int, delay: float) -> dict[str, Any]:
-    return {"task": {"name": "counter", "params": {"n": n, "delay": delay}}}
+from tests.utils.tasks import counter
 
 
 async def test_run_claimed_while_a_lease_renewal_is_in_flight_is_not_taken_for_lost(
@@ -35,12 +31,7 @@ async def test_run_claimed_while_a_lease_renewal_is_in_flight_is_not_taken_for_l
         return held
 
     monkeypatch.setattr(runs_store, "renew", slow_renew)
-    hub = Hub(runtime.database.url)
-    await hub.start()
-    workers = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
-    svc = Service(runtime=runtime, hub=hub)
-    await workers.start()
-    try:
+    async with open_service(settings, runtime=runtime) as svc:
         # A long run keeps the heartbeat renewing; short runs are claimed meanwhile.
         created = [
             await svc.create_run(
@@ -66,9 +57,6 @@ async def test_run_claimed_while_a_lease_renewal_is_in_flight_is_not_taken_for_l
                 for r in [await svc.refreshed_run(c["thread_id"], c["run_id"]) for c in created]
                 if r["status"] not in ("pending", "running")
             ]
-    finally:
-        await workers.stop()
-        await hub.stop()
     assert [r["status"] for r in ended] == ["success"] * len(created)
     # Every run finished in its first attempt: none was stopped and taken over.
     assert [r["attempt"] for r in ended] == [1] * len(created)
@@ -100,53 +88,51 @@ async def test_result_streamed_but_not_checkpointed_is_not_sent_again_by_the_tak
         await real_put_writes(config, writes, task_id, task_path)
 
     saver.aput_writes = dies_saving_a_tool_result
-    hub = Hub(runtime.database.url)
-    await hub.start()
-    svc = Service(runtime=runtime, hub=hub)
-    first = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
-    second = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
-    try:
-        await first.start()
-        run = await svc.create_run(
-            str(uuid.uuid4()),
-            RunCreate(assistant_id="agent", input=counter(2, 0.0), if_not_exists="create"),
-        )
-        await asyncio.wait_for(stalled.wait(), timeout=30)
-        # LangGraph streams the update while the save is in flight: the client gets it.
-        deadline = time.monotonic() + 10
-        while not (stored_before := await tool_result_events(runtime, run["run_id"])):
-            assert time.monotonic() < deadline, "the result was not streamed"
-            await asyncio.sleep(0.05)
-        assert len(stored_before) == 1
-        # The first worker dies: no more heartbeats; its lease runs out and the second takes over.
-        for loop in first._loops:
-            loop.cancel()
-        # Ended before the takeover: a claim the first had in flight, run by the server after
-        # the second's start-up sweep expired the lease, would take the run as attempt 2 (and
-        # hand it back), and the second would run attempt 3.
-        await asyncio.gather(*first._loops, return_exceptions=True)
-        await second.start()
-        deadline = time.monotonic() + 60
-        while (await svc.refreshed_run(run["thread_id"], run["run_id"]))["status"] in (
-            "pending",
-            "running",
-        ):
-            assert time.monotonic() < deadline, "the run was not taken over and finished"
-            await asyncio.sleep(0.2)
-        ended = await svc.refreshed_run(run["thread_id"], run["run_id"])
-    finally:
-        for execution in list(first.active.values()):
-            if execution.task:
-                execution.task.cancel()
-        await second.stop()
-        await hub.stop()
-        saver.aput_writes = real_put_writes
-    assert (ended["status"], ended["attempt"]) == ("success", 2)
-    results = await tool_result_events(runtime, run["run_id"])
-    call_ids = [r["tool_call_id"] for r in results]
-    assert sorted(call_ids) == sorted(set(call_ids)), f"a result was sent twice: {call_ids}"
-    assert len(call_ids) == 2  # counter n=2: two appends, each result stored once
-    assert stored_before[0] in results
+    async with open_service(settings, runtime=runtime, workers=False) as svc:
+        first = Workers(runtime=runtime, hub=svc.hub)
+        second = Workers(runtime=runtime, hub=svc.hub)
+        try:
+            await first.start()
+            run = await svc.create_run(
+                str(uuid.uuid4()),
+                RunCreate(assistant_id="agent", input=counter(2, 0.0), if_not_exists="create"),
+            )
+            await asyncio.wait_for(stalled.wait(), timeout=30)
+            # LangGraph streams the update while the save is in flight: the client gets it.
+            deadline = time.monotonic() + 10
+            while not (stored_before := await tool_result_events(runtime, run["run_id"])):
+                assert time.monotonic() < deadline, "the result was not streamed"
+                await asyncio.sleep(0.05)
+            assert len(stored_before) == 1
+            # The first worker dies: no more heartbeats; its lease runs out and the second takes
+            # over.
+            for loop in first._loops:
+                loop.cancel()
+            # Ended before the takeover: a claim the first had in flight, run by the server after
+            # the second's start-up sweep expired the lease, would take the run as attempt 2 (and
+            # hand it back), and the second would run attempt 3.
+            await asyncio.gather(*first._loops, return_exceptions=True)
+            await second.start()
+            deadline = time.monotonic() + 60
+            while (await svc.refreshed_run(run["thread_id"], run["run_id"]))["status"] in (
+                "pending",
+                "running",
+            ):
+                assert time.monotonic() < deadline, "the run was not taken over and finished"
+                await asyncio.sleep(0.2)
+            ended = await svc.refreshed_run(run["thread_id"], run["run_id"])
+        finally:
+            for execution in list(first.active.values()):
+                if execution.task:
+                    execution.task.cancel()
+            await second.stop()
+            saver.aput_writes = real_put_writes
+        assert (ended["status"], ended["attempt"]) == ("success", 2)
+        results = await tool_result_events(runtime, run["run_id"])
+        call_ids = [r["tool_call_id"] for r in results]
+        assert sorted(call_ids) == sorted(set(call_ids)), f"a result was sent twice: {call_ids}"
+        assert len(call_ids) == 2  # counter n=2: two appends, each result stored once
+        assert stored_before[0] in results
 
 
 async def tool_result_events(runtime: Any, run_id: str) -> list[dict[str, Any]]:
@@ -189,32 +175,29 @@ async def test_runs_a_claim_took_while_its_loop_was_stopped_are_handed_back(
         # Like psycopg's wait for a statement after a cancel: it completes all the same.
         return await asyncio.shield(statement())
 
-    hub = Hub(runtime.database.url)
-    await hub.start()
-    svc = Service(runtime=runtime, hub=hub)
-    workers = Workers(settings=settings, pool=runtime.pool, hub=hub, graphs=runtime.graphs)
-    try:
-        run = await svc.create_run(
-            str(uuid.uuid4()),
-            RunCreate(assistant_id="agent", input=counter(1, 0.0), if_not_exists="create"),
-        )
-        monkeypatch.setattr(runs_store, "claim", completes_whatever_happens)
-        await workers.start()
-        await asyncio.wait_for(entered.wait(), 10)
-        stopping = asyncio.create_task(workers.stop())
-        await asyncio.sleep(0.2)  # the claim loop is cancelled while its statement runs
-        gate.set()
-        await asyncio.wait_for(stopping, 30)
-        await asyncio.wait_for(done.wait(), 10)
-        async with runtime.pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT status, attempt, handbacks, worker_id FROM runs WHERE run_id = %s",
-                (uuid.UUID(run["run_id"]),),
+    async with open_service(settings, runtime=runtime, workers=False) as svc:
+        workers = Workers(runtime=runtime, hub=svc.hub)
+        try:
+            run = await svc.create_run(
+                str(uuid.uuid4()),
+                RunCreate(assistant_id="agent", input=counter(1, 0.0), if_not_exists="create"),
             )
-            row = await cur.fetchone()
-    finally:
-        gate.set()
-        await hub.stop()
-    assert row is not None
-    # Claimed (attempt 1), then handed back: the next worker claims it at once.
-    assert dict(row) == {"status": "pending", "attempt": 1, "handbacks": 1, "worker_id": None}
+            monkeypatch.setattr(runs_store, "claim", completes_whatever_happens)
+            await workers.start()
+            await asyncio.wait_for(entered.wait(), 10)
+            stopping = asyncio.create_task(workers.stop())
+            await asyncio.sleep(0.2)  # the claim loop is cancelled while its statement runs
+            gate.set()
+            await asyncio.wait_for(stopping, 30)
+            await asyncio.wait_for(done.wait(), 10)
+            async with runtime.pool.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT status, attempt, handbacks, worker_id FROM runs WHERE run_id = %s",
+                    (uuid.UUID(run["run_id"]),),
+                )
+                row = await cur.fetchone()
+        finally:
+            gate.set()
+        assert row is not None
+        # Claimed (attempt 1), then handed back: the next worker claims it at once.
+        assert dict(row) == {"status": "pending", "attempt": 1, "handbacks": 1, "worker_id": None}

@@ -11,6 +11,7 @@ assert.ok(apiUrl, "THREADLINE_URL names the server under test");
 const client = new Client({ apiUrl, defaultHeaders: process.env.THREADLINE_API_KEY ? { "x-api-key": process.env.THREADLINE_API_KEY } : {} });
 const COUNTER = { task: { name: "counter", params: { n: 3, delay: 0 } } };
 const GREET = { task: { name: "greet", params: { name: "Ada" } } };
+const NOTES = { task: { name: "notes", params: {} } };
 
 async function collect(stream) {
   const parts = [];
@@ -84,18 +85,64 @@ test("an approval interrupt, answered once by command.resume", async () => {
     .filter((p) => p.event === "updates" && p.data.__interrupt__)
     .flatMap((p) => p.data.__interrupt__)[0];
   assert.ok(interrupt, "the write asked for approval");
+  // LangChain's human-in-the-loop request: one action request, and how it may be answered.
+  assert.deepEqual(
+    interrupt.value.action_requests.map((a) => a.name),
+    ["write_file"],
+  );
+  assert.deepEqual(interrupt.value.review_configs[0].allowed_decisions, ["approve", "edit", "reject"]);
+  assert.equal(interrupt.value.tool_call_ids.length, 1);
   assert.equal(parts.at(-1).data.status, "interrupted");
   const interrupted = await client.threads.get(thread.thread_id);
   assert.equal(interrupted.status, "interrupted");
   const result = await client.runs.wait(thread.thread_id, "agent", {
-    command: { resume: { [interrupt.id]: { decision: "approve" } } },
+    command: { resume: { [interrupt.id]: { decisions: [{ type: "approve" }] } } },
   });
   assert.equal(result.status, "verified");
   // A second answer to the same interrupt is refused.
   await assert.rejects(
-    client.runs.wait(thread.thread_id, "agent", { command: { resume: { [interrupt.id]: { decision: "reject" } } } }),
+    client.runs.wait(thread.thread_id, "agent", {
+      command: { resume: { [interrupt.id]: { decisions: [{ type: "reject" }] } } },
+    }),
     (err) => err.status === 409,
   );
+});
+
+test("parallel asks: one interrupt, answered with a decision per call, in order", async () => {
+  const thread = await client.threads.create();
+  const parts = await collect(
+    client.runs.stream(thread.thread_id, "agent", { input: NOTES, streamMode: ["updates"] }),
+  );
+  const interrupts = parts.filter((p) => p.event === "updates" && p.data.__interrupt__).flatMap((p) => p.data.__interrupt__);
+  assert.equal(interrupts.length, 1, "one interrupt for the step's two writes");
+  const [interrupt] = interrupts;
+  assert.deepEqual(
+    interrupt.value.action_requests.map((a) => [a.name, a.args.path]),
+    [
+      ["write_file", "a.txt"],
+      ["write_file", "b.txt"],
+    ],
+  );
+  assert.equal(interrupt.value.review_configs.length, 2);
+  assert.equal(interrupt.value.tool_call_ids.length, 2);
+  // One decision for two calls is refused, naming how many it takes.
+  await assert.rejects(
+    client.runs.wait(thread.thread_id, "agent", { command: { resume: { decisions: [{ type: "approve" }] } } }),
+    (err) => err.status === 422,
+  );
+  // The resume as agent-chat-ui sends it: not keyed by interrupt id (it is the only one).
+  const values = await client.runs.wait(thread.thread_id, "agent", {
+    command: { resume: { decisions: [{ type: "approve" }, { type: "reject", message: "not b" }] } },
+  });
+  const results = Object.fromEntries(values.messages.filter((m) => m.type === "tool").map((m) => [m.tool_call_id, m]));
+  const [first, second] = interrupt.value.tool_call_ids;
+  assert.equal(results[first].status, "success");
+  assert.equal(results[second].status, "error");
+  assert.match(String(results[second].content), /not b/);
+  const headers = process.env.THREADLINE_API_KEY ? { "x-api-key": process.env.THREADLINE_API_KEY } : {};
+  const file = (path) => fetch(`${apiUrl}/threads/${thread.thread_id}/workspace/${path}`, { headers });
+  assert.equal(await (await file("a.txt")).text(), "alpha\n");
+  assert.equal((await file("b.txt")).status, 404);
 });
 
 test("a run on a new thread with ifNotExists, and a wait", async () => {

@@ -13,7 +13,7 @@ def threadline(data_dir: Path, database_url: str, *args: str) -> str:
     """``threadline ARGS`` on that database and data directory; its standard output."""
     env = {**scrubbed_environ(), "DATABASE_URL": database_url, "THREADLINE_DATA_DIR": str(data_dir)}
     out = subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
+        [sys.executable, "-m", "cli", *args],
         env=env,
         capture_output=True,
         text=True,

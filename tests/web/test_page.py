@@ -238,6 +238,8 @@ def test_approval_edit_validates_and_runs_the_edited_call(
     expect(card).to_have_count(1, timeout=15_000)
     expect(card).to_contain_text("write_file")
     expect(card).to_contain_text("Hello, Ada!")
+    # Why it asks: the request's description (LangChain's human-in-the-loop action request).
+    expect(card).to_contain_text("write_file is not read-only")
     expect(thread_badge(page, thread_id)).to_have_text("interrupted")
 
     card.get_by_role("button", name="Edit…").click()
@@ -305,7 +307,7 @@ def test_reject_ends_with_a_verdict_and_decisions_elsewhere_show_up(
     interrupt_id = get(shared_server, f"/threads/{thread_id}/state").json()["interrupts"][0]["id"]
     r = httpx.post(
         f"{shared_server.url}/threads/{thread_id}/approvals",
-        json={"interrupt_id": interrupt_id, "decision": "approve"},
+        json={"interrupt_id": interrupt_id, "decisions": [{"type": "approve"}]},
         timeout=10,
     )
     assert r.status_code == 200, r.text
@@ -314,6 +316,73 @@ def test_reject_ends_with_a_verdict_and_decisions_elsewhere_show_up(
     expect(runs).to_have_count(2, timeout=10_000)
     expect(runs.nth(1).locator(".ev-end")).to_contain_text("task verified", timeout=15_000)
     assert workspace_file(shared_server, thread_id, "greeting.txt") == "Hello, Cy!\n"
+
+
+def test_parallel_calls_are_one_card_decided_call_by_call_and_sent_together(
+    page: Page, shared_server: ServerProcess
+) -> None:
+    """``notes`` asks about its two writes in one request: one card with a block per call, each
+    decided on its own; one answer carries both decisions, in order."""
+    thread_id = start_task(page, "notes")
+    card = page.locator(".approval")
+    expect(card).to_have_count(1, timeout=15_000)
+    expect(card.locator("h3")).to_have_text("Approve 2 calls?")
+    calls = card.locator(".call")
+    expect(calls).to_have_count(2)
+    expect(calls.nth(0)).to_contain_text("a.txt")
+    expect(calls.nth(1)).to_contain_text("b.txt")
+    for i in range(2):
+        expect(calls.nth(i)).to_contain_text("write_file is not read-only")
+    send = card.get_by_role("button", name="Send 2 decisions")
+    expect(send).to_be_disabled()  # nothing is sent before every call is decided
+
+    calls.nth(0).get_by_role("button", name="Approve").click()
+    expect(calls.nth(0)).to_have_attribute("data-choice", "approve")
+    expect(card).to_contain_text("1 of 2 decided")
+    expect(send).to_be_disabled()
+    # An edit the server refuses: its error is shown at that call, which is undecided again.
+    calls.nth(1).get_by_role("button", name="Edit…").click()
+    calls.nth(1).get_by_label("Arguments (JSON)").fill('{"path": "b.txt"}')
+    calls.nth(1).get_by_role("button", name="Approve with these arguments").click()
+    expect(calls.nth(1)).to_have_attribute("data-choice", "edit")
+    expect(send).to_be_enabled()
+    send.click()
+    refused = calls.nth(1).locator(".edit-form .error")
+    expect(refused).to_contain_text("decision 2 (write_file)")
+    expect(refused).to_contain_text("content: Field required")
+    expect(calls.nth(1)).to_have_attribute("data-choice", "")
+    expect(calls.nth(0)).to_have_attribute("data-choice", "approve")
+    expect(send).to_be_disabled()
+    assert get(shared_server, f"/threads/{thread_id}/audit").json() == []
+
+    calls.nth(1).get_by_role("button", name="Reject…").click()
+    calls.nth(1).get_by_label("Message for the agent").fill("not b")
+    calls.nth(1).get_by_role("button", name="Reject the call").click()
+    expect(calls.nth(1)).to_have_attribute("data-choice", "reject")
+    expect(calls.nth(1)).to_contain_text("Will be rejected (“not b”)")
+    shot(page, "approval-two-calls")
+    send.click()
+    expect(card).to_have_count(0)
+    runs = page.locator(".run")
+    expect(runs).to_have_count(2)
+    second = runs.nth(1)
+    expect(second).to_contain_text("decision: approve, reject")
+    expect(runs.nth(0).locator(".ev-interrupt")).to_contain_text(
+        "write_file approved, write_file rejected (“not b”)"
+    )
+    expect(second.locator(".ev-end")).to_be_visible(timeout=15_000)
+    expect(second.locator(".ev-tool")).to_have_count(2)
+    expect(second.locator(".ev-tool[data-state=ok]")).to_contain_text("a.txt")
+    expect(second.locator(".ev-tool[data-state=error]")).to_contain_text("not b")
+    assert workspace_file(shared_server, thread_id, "a.txt") == "alpha\n"
+    assert get(shared_server, f"/threads/{thread_id}/workspace/b.txt").status_code == 404
+    audit = get(shared_server, f"/threads/{thread_id}/audit").json()
+    assert [r["detail"]["args"]["path"] for r in audit if r["kind"] == "tool"] == ["a.txt"]
+    [decision] = [r for r in audit if r["kind"] == "decision"]
+    assert decision["detail"]["answer"] == {
+        "decisions": [{"type": "approve"}, {"type": "reject", "message": "not b"}]
+    }
+    shot(page, "approval-two-calls-sent")
 
 
 def test_server_killed_mid_run_page_reconnects_without_duplicates(

@@ -20,6 +20,10 @@ Phase = Sequence[Step]
 NO_OTHER_PLAN = "The acceptance check still fails and I have no other plan; stopping here."
 
 
+EDITS_AUTO = {"write_file": "auto", "edit_file": "auto"}
+"""The edit tasks' policy: their writes are pre-approved (they measure editing, not approvals)."""
+
+
 def play(view: PlanView, phases: Sequence[Phase]) -> PlannedReply:
     """The reply for the current step of a phased plan (see module docstring)."""
     failed = [m for m in view.last_tool_results if m.status == "error"]

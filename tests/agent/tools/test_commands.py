@@ -44,13 +44,6 @@ time.sleep(60)
 """
 
 
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ToolContext(workspace=ws.resolve(), idempotency_key="thread-7:call-3")
-
-
 async def run(ctx: ToolContext, sandbox: Sandbox | None = None, **args: Any) -> ToolResult:
     return await execute_tool(command_tool(sandbox=sandbox), ctx, args)
 
@@ -144,7 +137,7 @@ async def test_environment_values(ctx: ToolContext) -> None:
     )
     result = await run(ctx, command=["python", "-c", code])
     key, home, path = result.content.splitlines()[1:4]
-    assert key == "thread-7:call-3"
+    assert key == ctx.idempotency_key
     assert Path(home) == ctx.workspace
     assert path == SAFE_PATH
 

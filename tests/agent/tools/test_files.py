@@ -14,21 +14,6 @@ from agent.tools.files import READ_BUDGET, file_tools
 TOOLS = {tool.name: tool for tool in file_tools()}
 
 
-@pytest.fixture
-def ctx(tmp_path: Path) -> ToolContext:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ToolContext(workspace=ws.resolve(), idempotency_key="thread-1:call-1")
-
-
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    out = tmp_path / "outside"
-    out.mkdir()
-    (out / "secret.txt").write_text("top secret")
-    return out
-
-
 async def call(ctx: ToolContext, name: str, **args: Any) -> ToolResult:
     return await execute_tool(TOOLS[name], ctx, args)
 

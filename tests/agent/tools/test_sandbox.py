@@ -44,7 +44,7 @@ from agent.tools import (
 )
 from agent.tools.command import format_command_result
 from agent.tools.commands import command_tool
-from agent.tools.sandbox import SANDBOX_UID, Launch
+from agent.tools.launch import SANDBOX_UID, Launch
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None,
@@ -538,12 +538,13 @@ async def test_verify_says_the_check_could_not_run(unavailable: Sandbox, tmp_pat
 # a service that is not root (the Docker image runs as uid 1000)
 
 SERVICE_UID = 1000
+SANDBOX_MODULES = ("sandbox", "bwrap", "launch")
+"""The modules of ``agent.tools`` the sandbox is made of (standard library only)."""
 NON_ROOT_SCRIPT = """
-import asyncio, importlib.util, json, os, subprocess, sys
-spec = importlib.util.spec_from_file_location('sandbox', sys.argv[1])
-sb = importlib.util.module_from_spec(spec)
-sys.modules['sandbox'] = sb
-spec.loader.exec_module(sb)
+import asyncio, json, os, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from agent.tools import sandbox as sb
+from agent.tools.launch import ResourceLimits
 ws = sys.argv[2]
 FORKS = '''
 import os, time
@@ -559,7 +560,7 @@ except OSError:
 '''
 
 async def main():
-    box = sb.Sandbox('bwrap', limits=sb.ResourceLimits(processes=16))
+    box = sb.Sandbox('bwrap', limits=ResourceLimits(processes=16))
     out = {'uid': os.getuid(), 'status': await box.start()}
     for name, argv in [('id', ['/usr/bin/id', '-u']),
                        ('write', [sys.executable, '-c', "open('made.txt', 'w').write('x')"]),
@@ -603,9 +604,17 @@ async def test_a_service_that_is_not_root_gets_the_same_limits(shared_tmp: Path)
     system_python = _system_python()
     if os.geteuid() != 0 or system_python is None or shutil.which("setpriv") is None:
         pytest.skip("needs root (to become uid 1000), setpriv and a system Python 3.11+")
-    module = shared_tmp / "sandbox.py"
-    shutil.copyfile(Path(sys.modules[Sandbox.__module__].__file__ or ""), module)
-    module.chmod(0o644)
+    # The sandbox's modules alone, in empty packages: the system Python has none of the rest.
+    tools = shared_tmp / "lib" / "agent" / "tools"
+    tools.mkdir(parents=True)
+    for package in (tools.parent, tools):
+        (package / "__init__.py").write_text("")
+    for name in SANDBOX_MODULES:
+        source = Path(sys.modules[f"agent.tools.{name}"].__file__ or "")
+        shutil.copyfile(source, tools / f"{name}.py")
+    for path in (shared_tmp / "lib").rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    (shared_tmp / "lib").chmod(0o755)
     ws = shared_tmp / "ws"
     ws.mkdir()
     os.chown(ws, SERVICE_UID, SERVICE_UID)
@@ -617,7 +626,7 @@ async def test_a_service_that_is_not_root_gets_the_same_limits(shared_tmp: Path)
         system_python,
         "-c",
         NON_ROOT_SCRIPT,
-        str(module),
+        str(shared_tmp / "lib"),
         str(ws),
         cwd=shared_tmp,
         env={"PATH": "/usr/bin:/bin"},

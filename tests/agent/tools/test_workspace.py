@@ -23,14 +23,6 @@ def root(tmp_path: Path) -> Path:
     return ws.resolve()
 
 
-@pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    out = tmp_path / "outside"
-    out.mkdir()
-    (out / "secret.txt").write_text("top secret")
-    return out
-
-
 def test_workspace_dir_is_under_data_dir_and_not_created(tmp_path: Path) -> None:
     path = workspace_dir(tmp_path, "3f2b9c1e-aaaa-bbbb-cccc-0123456789ab")
     assert path == tmp_path / "workspaces" / "3f2b9c1e-aaaa-bbbb-cccc-0123456789ab"

@@ -1,4 +1,4 @@
-"""The thread's workspace: list its files, read one."""
+"""The built-in agent's routes: its tasks, and a thread's workspace (list its files, read one)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from fastapi.responses import StreamingResponse
 
 from agent.tools import WorkspacePathError, list_tree, resolve_inside, workspace_dir
 from agent.tools.workspace import open_inside
+from api.builtin_agent import BUILTIN_ASSISTANT
+from api.builtin_agent.adapter import BuiltinAgent
 from api.deps import ServiceDep
 from api.errors import Invalid, NotFound, responses
-from api.schemas import WorkspaceListing
+from api.thread_schemas import WorkspaceListing
 from api.validation import MAX_WORKSPACE_PATH, CheckedRoute, ThreadId
 
 router = APIRouter(tags=["workspace"], route_class=CheckedRoute)
@@ -35,6 +37,19 @@ WorkspacePath = Annotated[
         f"characters, each part at most {MAX_NAME_BYTES} bytes.",
     ),
 ]
+
+
+def agent_of(svc: ServiceDep) -> BuiltinAgent:
+    adapter = svc.runtime.adapter(BUILTIN_ASSISTANT)
+    assert isinstance(adapter, BuiltinAgent)
+    return adapter
+
+
+@router.get("/tasks", tags=["system"])
+async def list_tasks(svc: ServiceDep) -> Any:
+    """The tasks the built-in agent can be given (shipped and the operator's), and their
+    parameters."""
+    return agent_of(svc).tasks.describe()
 
 
 def _root(svc: ServiceDep, thread_id: str) -> Any:

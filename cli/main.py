@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.tasks import CATALOG, get_task
-from api import terminal
 from api.settings import Settings
-from api.terminal import ServerBackend, find_server
+from cli import terminal
+from cli.terminal import ServerBackend, find_server
 
 
 def _param(text: str) -> tuple[str, Any]:
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     settings = load_settings()
     if args.command == "keys":
-        from api.auth.keys_cli import keys_command
+        from cli.keys import keys_command
 
         sys.exit(asyncio.run(keys_command(settings, args)))
     if args.command == "serve":

@@ -17,17 +17,18 @@ from typing import Any
 
 import httpx
 
-from agent.approval import parse_decision
-from agent.tools import default_tools
-from api.console import render_custom, render_update
-from api.runtime import BUILTIN_ASSISTANT
+from agent.approval import approval_calls, parse_decisions
+from api.builtin_agent import BUILTIN_ASSISTANT
 from api.serde import to_jsonable
+from cli.console import render_custom, render_update
 
 MODES = ["updates", "custom"]
 RECONNECT_TRIES = 60
 """Reconnects in a row (about two minutes) before the CLI gives up following a run."""
-TOOLS = {t.name: t for t in default_tools()}
-"""The built-in agent's tools, to validate edited arguments."""
+
+
+class AnswerRefused(Exception):
+    """The server refused an answer to an approval (422): it is still pending."""
 
 
 class ServerBackend:
@@ -65,6 +66,8 @@ class ServerBackend:
         else:
             body["input"] = to_jsonable(first)
         res = await self.client.post(f"/threads/{self.thread_id}/runs", json=body)
+        if answers and res.status_code == 422:
+            raise AnswerRefused(str(res.json().get("detail")))
         if res.status_code >= 400:
             raise SystemExit(f"threadline: the server refused the run: {res.json().get('detail')}")
         return str(res.json()["run_id"])
@@ -147,21 +150,46 @@ async def find_server(url: str) -> httpx.AsyncClient | None:
     return None
 
 
+APPROVE: dict[str, Any] = {"type": "approve"}
+"""The decision that approves a call (LangChain's human-in-the-loop format)."""
+
+
+def approve_all(value: dict[str, Any]) -> dict[str, Any]:
+    """The answer approving every call an approval request asks about."""
+    return {"decisions": [dict(APPROVE) for _ in approval_calls(value)]}
+
+
 def ask(value: dict[str, Any]) -> dict[str, Any]:
-    """Ask on the terminal: approve, edit (new JSON arguments) or reject (with a message)."""
-    print(f"\n{value.get('tool')} wants to run with {json.dumps(value.get('args'))}")
+    """Ask on the terminal about each call of the request: approve, edit (new JSON arguments)
+    or reject (with a message); the answer holds the decisions in the request's order."""
+    calls = approval_calls(value)
+    decisions = []
+    for index, (name, args) in enumerate(calls):
+        description = value["action_requests"][index].get("description")
+        decisions.append(ask_one(name, args, description, index, len(calls)))
+    return {"decisions": decisions}
+
+
+def ask_one(
+    name: str, args: dict[str, Any], description: str | None, index: int, count: int
+) -> dict[str, Any]:
+    which = f" ({index + 1}/{count})" if count > 1 else ""
+    print(f"\n{name} wants to run with {json.dumps(args)}{which}")
+    if description:
+        print(f"  ({description})")
     while True:
         answer = input("approve / edit / reject? [a/e/r] ").strip().lower()
         if answer in ("a", "approve"):
-            return {"decision": "approve"}
+            return dict(APPROVE)
         if answer in ("r", "reject"):
-            return {"decision": "reject", "message": input("message for the agent: ")}
+            return {"type": "reject", "message": input("message for the agent: ")}
         if answer in ("e", "edit"):
             try:
-                edited = {"decision": "edit", "args": json.loads(input("new args (JSON): "))}
-                # Checked here, as the API does (422): an invalid edit must not use up the
-                # interrupt.
-                parse_decision(edited, TOOLS.get(str(value.get("tool"))))
+                action = {"name": name, "args": json.loads(input("new args (JSON): "))}
+                edited = {"type": "edit", "edited_action": action}
+                # The shape is checked here; the arguments against the tool's schema by the
+                # server (422, which uses nothing up: the call is asked about again).
+                parse_decisions({"decisions": [edited]}, [None], [name])
                 return edited
             except json.JSONDecodeError as err:
                 print(f"not JSON: {err}")
@@ -173,14 +201,19 @@ async def drive(backend: ServerBackend, thread_id: str, first: Any, *, auto_appr
     """Stream the thread to the terminal until it ends; returns the exit code."""
     answers: dict[str, Any] | None = None
     while True:
-        async for mode, data in backend.stream(first, answers):
-            if mode == "custom":
-                line = render_custom(data)
-                if line:
-                    print(line, flush=True)
-            else:
-                for line in render_update(data):
-                    print(line, flush=True)
+        try:
+            async for mode, data in backend.stream(first, answers):
+                if mode == "custom":
+                    line = render_custom(data)
+                    if line:
+                        print(line, flush=True)
+                else:
+                    for line in render_update(data):
+                        print(line, flush=True)
+        except AnswerRefused as err:
+            print(f"not valid: {err}", flush=True)
+            answers = {iid: ask(value) for iid, value in await backend.pending()}
+            continue
         pending = await backend.pending()
         if not pending:
             break
@@ -193,7 +226,7 @@ async def drive(backend: ServerBackend, thread_id: str, first: Any, *, auto_appr
             )
             return 3
         answers = {
-            iid: {"decision": "approve"} if auto_approve else ask(value) for iid, value in pending
+            iid: approve_all(value) if auto_approve else ask(value) for iid, value in pending
         }
     values = await backend.values()
     status = values.get("status")

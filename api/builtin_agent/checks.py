@@ -13,6 +13,7 @@ from typing import Any
 
 from agent.policy import ApprovalPolicy, Decision, validate_rules
 from agent.tasks import TaskCatalog
+from agent.tasks.catalog import chat_task
 from agent.tools import ToolSpec
 from api.errors import Forbidden, Invalid
 
@@ -46,7 +47,7 @@ def check_input(value: Any, tasks: TaskCatalog) -> str | None:
         )
     task = value.get("task")
     if task is None:
-        return None
+        return _chat_task(value.get("messages"), tasks)
     if not isinstance(task, dict) or not isinstance(task.get("name"), str):
         raise Invalid('input.task needs a "name" (GET /tasks lists them) and "params"')
     extra = sorted(set(task) - set(TASK_KEYS))
@@ -63,6 +64,32 @@ def check_input(value: Any, tasks: TaskCatalog) -> str | None:
     except ValueError as err:
         raise Invalid(str(err)) from None
     return str(task["name"])
+
+
+def _chat_task(messages: Any, tasks: TaskCatalog) -> str | None:
+    """A last message ``/task NAME {params}`` starts that task: checked as a task input is."""
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    content = last.get("content") if isinstance(last, dict) else last
+    if isinstance(content, list):  # content blocks, as agent-chat-ui sends them
+        content = "".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    if not isinstance(content, str):
+        return None
+    try:
+        named = chat_task(content)
+        if named is None:
+            return None
+        tasks.get(named[0]).parse_params(named[1])
+    except KeyError as err:
+        raise Invalid(f"/task: {err.args[0]}") from None
+    except ValueError as err:
+        raise Invalid(
+            f"/task {content.split()[1] if len(content.split()) > 1 else ''}: {err}"
+        ) from None
+    return named[0]
 
 
 def check_command(command: Mapping[str, Any] | None) -> None:
@@ -122,11 +149,6 @@ def check_run_policy(
         )
 
 
-def supersede_answer() -> dict[str, Any]:
-    """The decision recorded for an approval a new message closed."""
-    return {"decision": "reject", "message": "superseded by a new message"}
-
-
 def task_rules_for(tasks: TaskCatalog, run_input: Any, values: Any) -> dict[str, Decision]:
     """The task rules a run's calls will be decided under: the task its input starts (free text
     has none), else the thread's current task (from its last known values)."""
@@ -137,21 +159,3 @@ def task_rules_for(tasks: TaskCatalog, run_input: Any, values: Any) -> dict[str,
     elif isinstance(values, dict) and isinstance(values.get("task"), dict):
         name = values["task"].get("name")
     return validate_rules(tasks.policy_for({"name": name} if name else None))
-
-
-def check_private_config(config: Mapping[str, Any] | None) -> None:
-    """No client config key may start with ``__`` (the server's hooks, ``agent.hooks``, and
-    LangGraph's runtime keys) or ``langgraph_auth_`` (the caller, which the server sets)."""
-    config = config or {}
-    configurable = config.get("configurable") or {}
-    if not isinstance(configurable, dict):
-        raise Invalid("config.configurable must be an object")
-    private = sorted(
-        k
-        for k in (*config, *configurable)
-        if str(k).startswith("__") or str(k).startswith("langgraph_auth_")
-    )
-    if private:
-        raise Invalid(
-            f"config keys {private} are reserved for the server and LangGraph; remove them."
-        )

@@ -1,0 +1,15 @@
+"""The built-in agent, as the service serves it: the one place ``api/`` meets ``agent/``.
+
+- ``checks``: what a run of the agent may send (input, command, approval rules).
+- ``adapter``: :class:`~api.builtin_agent.adapter.BuiltinAgent`, the agent's ``GraphAdapter``
+  (run checks, approval answers, tool-call hooks into the audit log, workspaces, ``/info``).
+- ``wiring``: the agent built from settings (model, tools, sandbox, tasks, policy).
+- ``routes``: its HTTP routes (the thread's workspace, ``/tasks``).
+
+The rest of ``api/`` serves any LangGraph graph and imports nothing from ``agent/``
+(``tests/test_structure.py`` checks it). Kept import-free so ``api.settings`` can use
+``api.builtin_agent.rules`` without loading the agent.
+"""
+
+BUILTIN_ASSISTANT = "agent"
+"""The built-in agent's assistant (and graph) id."""

@@ -1,0 +1,110 @@
+"""The built-in agent wired from settings: its model, tools, sandbox, tasks and policy."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph.state import CompiledStateGraph
+
+from agent import ApprovalPolicy, build_graph
+from agent.models import OfflineChatModel
+from agent.policy import validate_rules
+from agent.tasks import TaskCatalog
+from agent.tasks.operator import load_task_dir
+from agent.tools import Sandbox, ToolSpec, default_sandbox, default_tools
+from agent.tools.command import DEFAULT_ALLOWED_PROGRAMS
+from api.builtin_agent.adapter import BuiltinAgent
+from api.database import PooledSaver
+from api.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+def make_model(settings: Settings) -> BaseChatModel:
+    """The configured OpenAI-compatible model, else the offline scripted one."""
+    if settings.openai_api_key:
+        from agent.models.openai_model import openai_chat_model
+
+        return openai_chat_model(
+            api_key=settings.openai_api_key.get_secret_value(),
+            base_url=settings.openai_base_url,
+            model=settings.openai_model,
+        )
+    return OfflineChatModel()
+
+
+def agent_sandbox(settings: Settings) -> Sandbox:
+    """The sandbox ``THREADLINE_SANDBOX`` asks for (``auto``: the process-wide one)."""
+    return default_sandbox() if settings.sandbox == "auto" else Sandbox(settings.sandbox)
+
+
+async def start_sandbox(settings: Settings) -> Sandbox:
+    """Probe the sandbox and say what commands will run in; ``bwrap`` mode fails without one."""
+    sandbox = agent_sandbox(settings)
+    status = await sandbox.start()
+    if status == "bwrap":
+        logger.info("sandbox: %s", sandbox.describe())
+    elif status == "off":
+        logger.warning("sandbox: %s", sandbox.describe())
+    else:
+        logger.error("sandbox: %s", sandbox.describe())
+    return sandbox
+
+
+def agent_tools(settings: Settings, sandbox: Sandbox | None = None) -> list[ToolSpec]:
+    return default_tools(
+        allowed_programs=settings.allowed_programs or DEFAULT_ALLOWED_PROGRAMS,
+        sandbox=sandbox or agent_sandbox(settings),
+    )
+
+
+def agent_policy(settings: Settings) -> ApprovalPolicy:
+    """The deployment's approval policy."""
+    return ApprovalPolicy(
+        validate_rules(settings.approval_policy),
+        allow_overrides=settings.allow_policy_overrides,
+    )
+
+
+def task_catalog(settings: Settings) -> TaskCatalog:
+    """The shipped tasks, the operator's (``THREADLINE_TASKS_DIR``), the free-text check."""
+    extra = load_task_dir(settings.tasks_dir) if settings.tasks_dir else []
+    return TaskCatalog.with_tasks(extra, settings.freeform_check)
+
+
+def build_agent(
+    settings: Settings,
+    saver: PooledSaver | None,
+    tasks: TaskCatalog | None = None,
+    sandbox: Sandbox | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The built-in agent, wired from settings."""
+    sandbox = sandbox or agent_sandbox(settings)
+    return build_graph(
+        model=make_model(settings),
+        tools=agent_tools(settings, sandbox),
+        checkpointer=saver,
+        data_dir=settings.data_dir,
+        policy=agent_policy(settings),
+        limits=settings.limits,
+        tasks=tasks or task_catalog(settings),
+        sandbox=sandbox,
+    )
+
+
+async def open_agent(
+    settings: Settings, saver: PooledSaver
+) -> tuple[CompiledStateGraph[Any, Any, Any, Any], BuiltinAgent]:
+    """The built-in agent's graph and its adapter, sharing one probed sandbox and catalog."""
+    sandbox = await start_sandbox(settings)
+    tasks = task_catalog(settings)
+    adapter = BuiltinAgent(
+        settings=settings,
+        tools={t.name: t for t in agent_tools(settings, sandbox)},
+        tasks=tasks,
+        policy=agent_policy(settings),
+        sandbox=sandbox,
+    )
+    return build_agent(settings, saver, tasks, sandbox=sandbox), adapter

@@ -1,0 +1,239 @@
+"""One attempt of a run: its config, the stream loop that stores every chunk, and its end.
+
+Every attempt passes the run's own input with the run's id in the config metadata: LangGraph then
+continues from the run's last checkpoint (as with input ``None``) once one exists, and starts the
+input when the previous attempt died before saving any, so no input is lost and no finished step
+runs twice. Chunks an earlier attempt already stored are dropped (``api.takeover``). The end
+event, the run's status and the thread's status are written in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from api.auth.user import User
+from api.compaction import compact_thread
+from api.database import PooledSaver
+from api.hub import Hub
+from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
+from api.runtime import Runtime
+from api.serde import to_jsonable
+from api.store import runs, threads
+from api.store.event_writer import Emitter
+from api.store.events import LostRun
+from api.stream_modes import event_names
+from api.takeover import TakeoverDedupe
+
+logger = logging.getLogger(__name__)
+
+ALWAYS_STORED = ("updates", "custom")
+"""Stored for every run whatever it streams: the page, the audit log and replays rely on them."""
+
+
+def graph_modes(requested: list[str]) -> list[str]:
+    """LangGraph stream modes to run with: the requested ones plus those always stored."""
+    return sorted(event_names(requested) | set(ALWAYS_STORED))
+
+
+def run_input(kwargs: dict[str, Any]) -> Any:
+    command = kwargs.get("command")
+    if command:
+        return Command(
+            resume=command.get("resume"),
+            update=command.get("update"),
+            goto=command.get("goto") or (),
+        )
+    return kwargs.get("input")
+
+
+def auth_config(user: dict[str, Any] | None) -> dict[str, Any]:
+    """What a graph sees of the run's caller, as on LangGraph Server: ``langgraph_auth_user``
+    (dict or attribute access), its id and permissions. Nothing without authentication."""
+    if not user:
+        return {}
+    who = User.from_result(user)
+    return {
+        "langgraph_auth_user": who,
+        "langgraph_auth_user_id": who.identity,
+        "langgraph_auth_permissions": list(who.permissions),
+    }
+
+
+@dataclass
+class Executor:
+    """Runs claimed attempts of this process's runs."""
+
+    runtime: Runtime
+    hub: Hub
+
+    def emitter(self, run: dict[str, Any], seq: int) -> Emitter:
+        emitter = Emitter(
+            self.runtime.pool, self.hub, run["run_id"], run["attempt"], run["thread_id"]
+        )
+        emitter.seq = seq
+        return emitter
+
+    async def config(self, run: dict[str, Any], emitter: Emitter) -> dict[str, Any]:
+        """The run's config: the client's, the thread (at the checkpoint it forks from), the
+        graph's hooks, the caller."""
+        kwargs = run["kwargs"]
+        adapter = self.runtime.adapter(run["assistant_id"])
+        user_config = kwargs.get("config") or {}
+        config: dict[str, Any] = {
+            **user_config,
+            "configurable": {
+                **(user_config.get("configurable") or {}),
+                "thread_id": run["thread_id"],
+                **await self._start(run),
+                **adapter.run_configurable(emitter),
+                **auth_config(kwargs.get("auth_user")),
+            },
+            "metadata": {**(user_config.get("metadata") or {}), "run_id": run["run_id"]},
+        }
+        limit = user_config.get("recursion_limit") or adapter.recursion_limit()
+        if limit:
+            config["recursion_limit"] = limit
+        return config
+
+    async def _start(self, run: dict[str, Any]) -> dict[str, str]:
+        """Where the attempt starts: the checkpoint the run forks from, until the run has saved
+        one of its own (a later attempt then continues from that, as any run does)."""
+        start = run["kwargs"].get("checkpoint")
+        if not start:
+            return {}
+        latest = await self.runtime.saver.aget_tuple(
+            {"configurable": {"thread_id": run["thread_id"], "checkpoint_ns": ""}}
+        )
+        if latest is not None and (latest.metadata or {}).get("run_id") == run["run_id"]:
+            return {}
+        return dict(start)
+
+    async def execute(self, run: dict[str, Any], last_seq: int) -> None:
+        """One attempt, to its end (or until it is cancelled or loses its lease)."""
+        settings = self.runtime.settings
+        run_id, thread_id = run["run_id"], run["thread_id"]
+        emitter = self.emitter(run, last_seq)
+        if run.get("stalled_attempts", 0) >= settings.max_attempts:
+            # Attempts that saved something do not count: only a run that keeps dying at the
+            # same place ends here, not one killed often while it moves on.
+            message = await self._stalled_message(run)
+            logger.warning("run %s: %s", run_id, message)
+            error: ErrorEvent = {"error": "AttemptsExhausted", "message": message}
+            await emitter.emit("error", error)
+            await self.finish(emitter, thread_id, "error", message)
+            return
+        started: MetadataEvent = {"run_id": run_id, "attempt": run["attempt"]}
+        await emitter.emit("metadata", started)
+        kwargs = run["kwargs"]
+        graph = self.runtime.graphs[run["assistant_id"]]
+        config = cast(RunnableConfig, await self.config(run, emitter))
+        dedupe = TakeoverDedupe(
+            self.runtime.pool, run_id, self.runtime.adapter(run["assistant_id"]).replayed_call
+        )
+        try:
+            async for mode, chunk in graph.astream(
+                run_input(kwargs),
+                config,
+                stream_mode=cast(Any, graph_modes(kwargs.get("stream_mode") or ["values"])),
+                durability="sync",
+            ):
+                if await dedupe.repeated(mode, chunk):
+                    continue
+                if mode == "updates" and isinstance(chunk, dict):
+                    chunk = {k: v for k, v in chunk.items() if k != "__metadata__"}
+                await emitter.emit(mode, chunk)
+            state = await graph.aget_state(config)
+        except LostRun:
+            raise
+        except Exception as err:
+            logger.exception("run %s failed", run_id)
+            failed: ErrorEvent = {"error": type(err).__name__, "message": str(err)}
+            await emitter.emit("error", failed)
+            await self.finish(emitter, thread_id, "error", f"{type(err).__name__}: {err}")
+            return
+        interrupted = bool(state.interrupts)
+        if settings.checkpoint_retention == "latest" and not interrupted:
+            await self._compact(graph, thread_id, state)
+        await self.finish(
+            emitter,
+            thread_id,
+            "interrupted" if interrupted else "success",
+            None,
+            values=state.values,
+            interrupted=interrupted,
+            interrupts={t.id: list(t.interrupts) for t in state.tasks if t.interrupts},
+        )
+
+    async def _stalled_message(self, run: dict[str, Any]) -> str:
+        """Why a run ends out of attempts, naming the step where its attempts kept dying."""
+        stalled = run.get("stalled_attempts", 0)
+        where = "before it saved its first checkpoint"
+        try:
+            state = await self.runtime.graphs[run["assistant_id"]].aget_state(
+                {"configurable": {"thread_id": run["thread_id"]}}
+            )
+            if state.config:  # the thread has a checkpoint
+                unfinished = Counter(t.name for t in state.tasks if t.result is None)
+                nodes = ", ".join(
+                    f"'{name}'" + (f" ({count} tasks)" if count > 1 else "")
+                    for name, count in sorted(unfinished.items())
+                )
+                # The checkpoint's step is the one that saved it; its tasks run in the next.
+                step = (state.metadata or {}).get("step")
+                parts = [f"at step {step + 1} of the graph"] if isinstance(step, int) else []
+                parts += [f"running {nodes}"] if nodes else []
+                where = ", ".join(parts) or "at its latest checkpoint"
+        except Exception:  # the message is best effort; the run ends either way
+            logger.exception("reading the state of thread %s failed", run["thread_id"])
+        attempts = "attempt" if stalled == 1 else f"{stalled} attempts in a row"
+        return (
+            f"run stopped: its last {attempts} saved no new checkpoint; each time the process "
+            f"running it died or stopped renewing its lease {where}. Fix the cause, then "
+            "resume the thread with a new run whose input is null."
+        )
+
+    async def _compact(self, graph: Any, thread_id: str, state: Any) -> None:
+        """Keep only the thread's latest checkpoint (the run still holds the thread). A failure
+        leaves the history as it was: it costs storage, not correctness."""
+        saver = getattr(graph, "checkpointer", None)
+        if not isinstance(saver, PooledSaver):
+            return
+        try:
+            done = await compact_thread(self.runtime.pool, saver, graph, thread_id, state=state)
+        except Exception:
+            logger.exception("compacting the checkpoints of thread %s failed", thread_id)
+            return
+        if done.skipped:
+            logger.info("checkpoints of thread %s kept: %s", thread_id, done.skipped)
+
+    async def finish(
+        self,
+        emitter: Emitter,
+        thread_id: str,
+        status: RunStatus,
+        error: str | None,
+        *,
+        values: Any = None,
+        interrupted: bool = False,
+        interrupts: dict[str, Any] | None = None,
+    ) -> None:
+        """End event, run status and thread status in one transaction (fenced by the attempt)."""
+        async with self.runtime.pool.connection() as conn, conn.transaction():
+            await emitter.emit_on(conn, "end", end_event(emitter.run_id, status, error))
+            await runs.finish(conn, emitter.run_id, status, error)
+            after = "interrupted" if interrupted else ("error" if status == "error" else "idle")
+            await threads.refresh_status(
+                conn,
+                thread_id,
+                after=after,
+                values=to_jsonable(values) if values else None,
+                interrupts=to_jsonable(interrupts) if interrupts is not None else None,
+            )
+        emitter.wake()
+        self.hub.runs_changed.set()

@@ -1,0 +1,56 @@
+"""The one place the service's long-lived parts start and stop: runtime (database, pool,
+checkpointer, graphs), the hub, the workers, then the :class:`~api.service.Service`; stopped in
+reverse order, also when a later part fails to start. The app's lifespan and the tests use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from api.auth.access import Access
+from api.builtin_agent import BUILTIN_ASSISTANT
+from api.graphs import load_graphs
+from api.hub import Hub
+from api.runtime import Runtime, open_runtime
+from api.service import Service
+from api.settings import Settings
+from api.worker import Workers
+
+
+async def add_config_graphs(runtime: Runtime, settings: Settings) -> None:
+    """The graphs of ``THREADLINE_CONFIG``, beside the built-in agent."""
+    if not settings.config:
+        return
+    extra = await load_graphs(settings.config, runtime.saver)
+    if BUILTIN_ASSISTANT in extra:
+        raise ValueError(
+            f"{settings.config} defines a graph named {BUILTIN_ASSISTANT!r}, which is the "
+            "built-in agent's id; rename it"
+        )
+    runtime.graphs.update(extra)
+
+
+@asynccontextmanager
+async def open_service(
+    settings: Settings,
+    access: Access | None = None,
+    *,
+    runtime: Runtime | None = None,
+    workers: bool = True,
+) -> AsyncIterator[Service]:
+    """A started service. ``runtime``: use an open one (the caller closes it); ``workers``
+    False: runs are queued but nothing here executes them."""
+    async with AsyncExitStack() as stack:
+        if runtime is None:
+            runtime = await stack.enter_async_context(open_runtime(settings))
+            await add_config_graphs(runtime, settings)
+        hub = Hub(runtime.database.url)
+        await hub.start()
+        stack.push_async_callback(hub.stop)
+        service = Service(runtime=runtime, hub=hub, access=access or Access())
+        if workers:
+            service.workers = Workers(runtime=runtime, hub=hub)
+            await service.workers.start()
+            stack.push_async_callback(service.workers.stop)
+        yield service

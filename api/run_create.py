@@ -1,0 +1,193 @@
+"""Queueing a run: the caller's access, the graph's checks, the answers a resume gives, and the
+one transaction that checks for active runs, creates the thread if asked, and inserts the run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from api.adapters import RunRequest, check_private_config
+from api.auth.context import caller
+from api.errors import Conflict, Invalid, NotFound
+from api.schemas import RunCreate
+from api.store import audit, runs, threads
+
+if TYPE_CHECKING:
+    from api.service import Service
+
+
+async def create_run(svc: Service, thread_id: str, body: RunCreate) -> dict[str, Any]:
+    """Validate, then queue the run in one transaction with the check for active runs.
+
+    A resume records each answered interrupt in ``approvals`` in that transaction: a second
+    answer to the same interrupt, concurrent or later, gets 409 and queues nothing. The run
+    and its decisions are the caller's: the audit log names them, the graph sees them as
+    ``langgraph_auth_user``.
+    """
+    svc.graph(body.assistant_id)
+    user, actor = caller(), svc.actor()
+    exists = await _visible_for_run(svc, thread_id, body)
+    kwargs = {
+        "input": body.input,
+        "command": body.command.model_dump(exclude_none=True) if body.command else None,
+        "config": body.config or {},
+        "stream_mode": body.modes(),
+        "on_disconnect": body.on_disconnect,
+    }
+    if start := await _start_checkpoint(svc, thread_id, body, exists):
+        kwargs["checkpoint"] = start
+    if svc.access.enabled:
+        kwargs["auth_user"] = user.as_dict()
+    try:
+        orjson.dumps(kwargs)
+    except TypeError as err:
+        raise Invalid(f"the run's input must be JSON: {err}") from None
+    check_private_config(body.config)
+    adapter = svc.runtime.adapter(body.assistant_id)
+    superseded = await adapter.check_run(await _run_request(svc, thread_id, body, kwargs))
+    answers: dict[str, Any] = {}
+    if body.command and body.command.resume is not None:
+        answers = await svc.check_resume(thread_id, body.assistant_id, body.command.resume)
+    async with svc.pool.connection() as conn, conn.transaction():
+        active = await runs.lock_thread(conn, thread_id)
+        if active is None:
+            if exists or body.if_not_exists != "create":
+                raise NotFound(
+                    f"No thread {thread_id!r}. Create it with POST /threads, or send "
+                    '"if_not_exists": "create".'
+                )
+            value: dict[str, Any] = {"thread_id": thread_id, "metadata": {}}
+            await svc.scope("create", value)
+            owner = svc.access.owner_of_new(user)
+            if await threads.create(conn, thread_id, value["metadata"], owner) is None:
+                raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.")
+            active = []
+        if answers:
+            # Before the active-run check: a concurrent second answer would otherwise be told
+            # to wait for (or enqueue behind) the run its twin just started.
+            await _refuse_answered(conn, thread_id, list(answers))
+        if active and body.multitask_strategy == "reject":
+            raise Conflict(
+                f"Thread {thread_id!r} already has an active run ({active[0]['run_id']}, "
+                f"{active[0]['status']}). Wait for it "
+                f"(GET .../runs/{active[0]['run_id']}/join), "
+                'cancel it, or send "multitask_strategy": "enqueue".'
+            )
+        run = await runs.insert(
+            conn,
+            thread_id=thread_id,
+            assistant_id=body.assistant_id,
+            kwargs=kwargs,
+            metadata=body.metadata,
+            multitask_strategy=body.multitask_strategy,
+        )
+        await threads.label_graph(conn, thread_id, body.assistant_id)
+        for interrupt_id, closing in superseded.items():
+            # A new message closes the pending approvals as rejected; the agent gives the
+            # model a tool message for each. Already answered (a racing resume): kept.
+            await audit.record_decision(
+                conn,
+                thread_id,
+                interrupt_id,
+                closing,
+                run["run_id"],
+                actor,
+            )
+        for interrupt_id, answer in answers.items():
+            if not await audit.record_decision(
+                conn, thread_id, interrupt_id, answer, run["run_id"], actor
+            ):
+                raise Conflict(
+                    f"Interrupt {interrupt_id} was already answered; a decision is applied "
+                    f"once. GET /threads/{thread_id}/state shows what is pending now."
+                )
+    # Wake this process's claim loop now rather than when the notification comes back.
+    svc.hub.runs_changed.set()
+    return run
+
+
+async def _start_checkpoint(
+    svc: Service, thread_id: str, body: RunCreate, exists: bool
+) -> dict[str, str] | None:
+    """The checkpoint a run forks from (``checkpoint`` in the body), checked to be the thread's;
+    None to continue from the latest. A resume answers what is pending now: it may name the
+    latest checkpoint (as agent-chat-ui does), not an older one."""
+    ref = body.checkpoint
+    if ref is None:
+        return None
+    if ref.thread_id is not None and ref.thread_id != thread_id:
+        raise Invalid(
+            f"checkpoint.thread_id is {ref.thread_id!r}, not this thread ({thread_id!r}): a run "
+            "starts from a checkpoint of its own thread (POST /threads/{id}/copy forks one)."
+        )
+    target = {"thread_id": thread_id, "checkpoint_ns": ref.checkpoint_ns}
+    found = None
+    if exists:
+        found = await svc.runtime.saver.aget_tuple(
+            {"configurable": {**target, "checkpoint_id": ref.checkpoint_id}}
+        )
+    if found is None:
+        raise NotFound(
+            f"No checkpoint {ref.checkpoint_id!r} on thread {thread_id!r}. "
+            f"POST /threads/{thread_id}/history lists its checkpoints."
+        )
+    if body.command is None:
+        return {"checkpoint_ns": ref.checkpoint_ns, "checkpoint_id": ref.checkpoint_id}
+    latest = await svc.runtime.saver.aget_tuple({"configurable": target})
+    if latest is not None and latest.checkpoint["id"] != ref.checkpoint_id:
+        raise Conflict(
+            f"A resume answers what is pending at the thread's latest checkpoint "
+            f"({latest.checkpoint['id']}), not at {ref.checkpoint_id}: send that id or no "
+            "checkpoint. To start over from an older one, send an input with its checkpoint."
+        )
+    return None
+
+
+async def _visible_for_run(svc: Service, thread_id: str, body: RunCreate) -> bool:
+    """Whether the thread exists; 404 when it is not the caller's (a resume is an answer to
+    its approvals: reviewers may, and an approve permission binds)."""
+    try:
+        if body.command and body.command.resume is not None:
+            found = await svc.thread(thread_id, "read")
+            scope = await svc.access.approval_scope(caller(), {"thread_id": thread_id})
+            if not scope.allows(found):
+                raise NotFound(f"No thread {thread_id!r}.")
+        else:
+            await svc.thread(thread_id, "create_run")
+    except NotFound:
+        async with svc.pool.connection() as conn:
+            if await threads.get(conn, thread_id) is not None:
+                raise  # someone else's: not found, and never created over
+        return False
+    return True
+
+
+async def _run_request(
+    svc: Service, thread_id: str, body: RunCreate, kwargs: dict[str, Any]
+) -> RunRequest:
+    async with svc.pool.connection() as conn:
+        found = await threads.get(conn, thread_id)
+
+    async def pending() -> Any:
+        state = await svc.graph(body.assistant_id).aget_state(svc.thread_config(thread_id))
+        return state.interrupts
+
+    return RunRequest(
+        thread_id=thread_id,
+        input=body.input,
+        command=kwargs["command"],
+        config=body.config or {},
+        thread=found,
+        pending=pending,
+    )
+
+
+async def _refuse_answered(conn: Any, thread_id: str, interrupt_ids: list[str]) -> None:
+    done = await audit.answered(conn, thread_id, interrupt_ids)
+    if done:
+        raise Conflict(
+            f"Interrupt(s) {done} were already answered; a decision is applied once. "
+            f"GET /threads/{thread_id}/state shows what is pending now."
+        )

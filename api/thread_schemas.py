@@ -1,0 +1,141 @@
+"""Thread bodies: creating, patching, searching and pruning threads, their state and history
+(checkpoints), and the listing of a thread's workspace, in the shapes of the LangGraph Server
+API that the SDK reads (the parts every body shares are in :mod:`api.schemas`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from api.schemas import Id, Lenient, Metadata
+from api.validation import MAX_ID_LENGTH, MAX_OFFSET, THREAD_ID_PATTERN, THREAD_ID_RULE
+
+ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
+ThreadIdStr = Annotated[
+    str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=THREAD_ID_PATTERN)
+]
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET, description="Skip this many (0 to 2^53 - 1).")]
+
+
+class ThreadCreate(Lenient):
+    thread_id: ThreadIdStr | None = Field(None, description=f"A thread id: {THREAD_ID_RULE}.")
+    metadata: Metadata = Field(default_factory=dict)
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+
+
+class ThreadPatch(Lenient):
+    metadata: Metadata = Field(default_factory=dict)
+    """Merged into the thread's (top-level keys replace); the result keeps the same limits."""
+
+
+ThreadField = Literal[
+    "thread_id",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "status",
+    "values",
+    "interrupts",
+    "last_run",
+]
+
+
+class ThreadSearch(Lenient):
+    metadata: Metadata | None = None
+    status: ThreadStatus | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: Offset = 0
+    select: list[ThreadField] | None = None
+    """Only these fields of each thread (the SDK's ``select``): leave ``values`` out of a list."""
+
+
+class ThreadPrune(Lenient):
+    """``POST /threads/prune`` (the SDK's ``client.threads.prune``)."""
+
+    thread_ids: list[ThreadIdStr] = Field(min_length=1, max_length=1000)
+    strategy: Literal["delete", "keep_latest"] = "delete"
+
+
+class CheckpointRef(Lenient):
+    """A checkpoint, as the SDK names one (``checkpoint_map`` and the like are ignored)."""
+
+    thread_id: Id | None = None
+    checkpoint_ns: str = Field("", max_length=MAX_ID_LENGTH)
+    checkpoint_id: Id | None = None
+
+
+class HistoryQuery(Lenient):
+    limit: int = Field(10, ge=1, le=1000)
+    before: CheckpointRef | Id | None = None
+    """Checkpoints older than this one: its id, or the checkpoint object the SDK sends."""
+
+
+class Thread(BaseModel):
+    thread_id: str
+    created_at: str
+    updated_at: str
+    metadata: dict[str, Any]
+    status: ThreadStatus
+    values: Any = None
+    interrupts: dict[str, Any] = Field(default_factory=dict)
+    last_run: dict[str, Any] | None = None
+    """The latest run (id, status, attempt, error): tells a died run from a finished one."""
+
+
+class ThreadSelected(BaseModel):
+    """A thread in a search answer: with ``select``, only the fields it names."""
+
+    thread_id: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    metadata: dict[str, Any] | None = None
+    status: ThreadStatus | None = None
+    values: Any = None
+    interrupts: dict[str, Any] | None = None
+    last_run: dict[str, Any] | None = None
+
+
+class CheckpointOut(BaseModel):
+    thread_id: str | None
+    checkpoint_ns: str | None
+    checkpoint_id: str | None
+
+
+class ThreadTask(BaseModel):
+    id: str
+    name: str
+    path: list[Any]
+    error: str | None
+    interrupts: list[Any]
+    checkpoint: Any = None
+    state: Any = None
+    result: Any = None
+
+
+class ThreadState(BaseModel):
+    """A checkpoint of the thread, in the SDK's ``ThreadState`` shape."""
+
+    values: Any
+    next: list[str]
+    checkpoint: CheckpointOut | None
+    metadata: Any
+    created_at: str | None
+    parent_checkpoint: CheckpointOut | None
+    tasks: list[ThreadTask]
+    interrupts: list[Any]
+
+
+class PruneResult(BaseModel):
+    pruned_count: int
+
+
+class WorkspaceEntry(BaseModel):
+    path: str
+    type: Literal["file", "dir", "symlink"]
+    size: int
+
+
+class WorkspaceListing(BaseModel):
+    files: list[WorkspaceEntry]

@@ -1,0 +1,76 @@
+"""The seam between the run server and the graphs it serves (``api.adapters``): a graph from a
+``langgraph.json`` runs, interrupts and resumes with no built-in-agent code in its path."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from api.adapters import DEFAULT
+from api.builtin_agent.adapter import BuiltinAgent
+from api.lifecycle import open_service
+from api.schemas import CommandBody, RunCreate
+from api.store import events
+
+
+class State(TypedDict, total=False):
+    topic: str
+    verdict: str
+
+
+def ask(state: State) -> State:
+    answer = interrupt({"question": f"Publish {state['topic']}?"})
+    return {"verdict": f"{answer}: {state['topic']}"}
+
+
+def plain_graph() -> StateGraph[State]:
+    builder = StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder
+
+
+async def test_a_config_graph_never_calls_the_builtin_agent_adapter(
+    runtime: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    called: list[str] = []
+    for name in (
+        "check_run",
+        "check_answer",
+        "run_configurable",
+        "recursion_limit",
+        "replayed_call",
+    ):
+
+        def refuse(*args: Any, _name: str = name, **kwargs: Any) -> Any:
+            called.append(_name)
+            raise AssertionError(f"BuiltinAgent.{_name} ran for a config graph")
+
+        monkeypatch.setattr(BuiltinAgent, name, refuse)
+    runtime.graphs["plain"] = plain_graph().compile(checkpointer=runtime.saver)
+    assert runtime.adapter("plain") is DEFAULT
+    thread_id = str(uuid.uuid4())
+    async with open_service(settings, runtime=runtime) as svc:
+        first = await svc.create_run(
+            thread_id,
+            RunCreate(assistant_id="plain", input={"topic": "tides"}, if_not_exists="create"),
+        )
+        await svc.wait_for_end(first["run_id"])
+        state = await svc.state(thread_id, "plain")
+        assert [i.value for i in state.interrupts] == [{"question": "Publish tides?"}]
+        second = await svc.create_run(
+            thread_id, RunCreate(assistant_id="plain", command=CommandBody(resume="yes"))
+        )
+        await svc.wait_for_end(second["run_id"])
+        values = await svc.final_values(thread_id, second)
+        async with runtime.pool.connection() as conn:
+            ends = [await events.has_end(conn, r["run_id"]) for r in (first, second)]
+    assert called == []
+    assert values == {"topic": "tides", "verdict": "yes: tides"}
+    assert ends == [True, True]
+    assert (await svc.refreshed_run(thread_id, second["run_id"]))["status"] == "success"
