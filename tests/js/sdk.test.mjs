@@ -76,6 +76,41 @@ test("a stream in values, updates, custom and messages-tuple modes ends with the
   assert.equal(run.status, "success");
 });
 
+test("threads.joinStream joins the thread's active run, and resumes after lastEventId", async () => {
+  const thread = await client.threads.create();
+  // An idle thread: the stream ends at once, with nothing in it.
+  assert.deepEqual(await collect(client.threads.joinStream(thread.thread_id)), []);
+  const run = await client.runs.create(thread.thread_id, "agent", {
+    input: { task: { name: "counter", params: { n: 3, delay: 0.3 } } },
+    streamMode: ["updates", "custom"],
+  });
+  const parts = await collect(client.threads.joinStream(thread.thread_id));
+  assert.equal(parts[0].event, "metadata");
+  assert.equal(parts[0].data.run_id, run.run_id);
+  assert.equal(parts.at(-1).event, "end");
+  assert.equal(parts.at(-1).data.status, "success");
+  assert.ok(parts.some((p) => p.event === "updates"));
+  // The run's own stream from an event on: only what came after it.
+  const rest = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "2" }));
+  assert.equal(rest.at(-1).event, "end");
+  assert.ok(rest.length < parts.length, `${rest.length} < ${parts.length}`);
+});
+
+test("a run forks from a checkpoint (useStream's regenerate and edit)", async () => {
+  const thread = await client.threads.create();
+  const say = (text) => ({ messages: [{ type: "human", content: [{ type: "text", text }] }] });
+  await client.runs.wait(thread.thread_id, "agent", { input: say("first") });
+  const before = (await client.threads.getState(thread.thread_id)).checkpoint;
+  await client.runs.wait(thread.thread_id, "agent", { input: say("second") });
+  await client.runs.wait(thread.thread_id, "agent", { input: say("second, edited"), checkpoint: before });
+  const humans = (await client.threads.getState(thread.thread_id)).values.messages
+    .filter((m) => m.type === "human")
+    .map((m) => (typeof m.content === "string" ? m.content : m.content.map((b) => b.text).join("")));
+  assert.deepEqual(humans, ["first", "second, edited"]);
+  const found = await client.threads.search({ metadata: { graph_id: "agent" }, limit: 100 });
+  assert.ok(found.some((t) => t.thread_id === thread.thread_id), "the thread is listed by graph_id");
+});
+
 test("an approval interrupt, answered once by command.resume", async () => {
   const thread = await client.threads.create();
   const parts = await collect(
