@@ -74,3 +74,42 @@ async def test_a_config_graph_never_calls_the_builtin_agent_adapter(
     assert values == {"topic": "tides", "verdict": "yes: tides"}
     assert ends == [True, True]
     assert (await svc.refreshed_run(thread_id, second["run_id"]))["status"] == "success"
+
+
+async def test_a_forked_run_starts_at_its_checkpoint_and_a_later_attempt_continues_its_own(
+    runtime: Any, settings: Any
+) -> None:
+    """A run with ``checkpoint`` starts there; once it saved a checkpoint of its own, another
+    attempt (a takeover) continues from that one instead of forking again."""
+    from api.execution import Executor
+
+    runtime.graphs["plain"] = plain_graph().compile(checkpointer=runtime.saver)
+    thread_id = str(uuid.uuid4())
+    async with open_service(settings, runtime=runtime) as svc:
+        first = await svc.create_run(
+            thread_id,
+            RunCreate(assistant_id="plain", input={"topic": "tides"}, if_not_exists="create"),
+        )
+        await svc.wait_for_end(first["run_id"])
+        history = [
+            s
+            async for s in runtime.graphs["plain"].aget_state_history(
+                {"configurable": {"thread_id": thread_id}}
+            )
+        ]
+        start = history[-1].config["configurable"]["checkpoint_id"]  # the input checkpoint
+        body = RunCreate(assistant_id="plain", input=None, checkpoint_id=start)
+        fork = await svc.create_run(thread_id, body)
+        assert fork["kwargs"]["checkpoint"] == {"checkpoint_ns": "", "checkpoint_id": start}
+        executor = Executor(runtime, svc.hub)
+        await svc.wait_for_end(fork["run_id"])
+        claimed = {**fork, "attempt": 2}
+        assert await executor._start(claimed) == {}  # it saved checkpoints of its own
+        other = {**fork, "run_id": str(uuid.uuid4())}
+        assert await executor._start(other) == {"checkpoint_ns": "", "checkpoint_id": start}
+    latest = await runtime.graphs["plain"].aget_state({"configurable": {"thread_id": thread_id}})
+    assert latest.metadata["run_id"] == fork["run_id"]
+    assert (
+        latest.parent_config["configurable"]["checkpoint_id"]
+        != history[0].config["configurable"]["checkpoint_id"]
+    )
