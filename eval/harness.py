@@ -1,6 +1,6 @@
 """The kill harness: real server processes, ``kill -9`` at chosen moments, what a client saw.
 
-Shared by the tests (``tests/api``) and the evaluation's crash mode (DESIGN §6, §9):
+Shared by the tests (``tests/api``) and the evaluation's crash mode:
 
 - :class:`ServerProcess` runs ``python -m cli serve`` in its own session (a kill never reaches
   the test runner), logs to a file, and starts, kills (SIGKILL), terminates (SIGTERM) and
@@ -449,7 +449,6 @@ class StreamFollower:
     """Resume after this id; None starts from the first event (sends ``Last-Event-ID: -1``)."""
     stream_mode: Sequence[str] | None = None
     events: list[SSEEvent] = field(default_factory=list)
-    comments: list[tuple[float, str]] = field(default_factory=list)
     connections: int = 0
     ended: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -500,8 +499,7 @@ class StreamFollower:
                     return
 
     def _take(self, frame: SSEEvent) -> None:
-        if frame.is_comment:
-            self.comments.append((time.monotonic(), frame.comment or ""))
+        if frame.is_comment:  # a heartbeat
             return
         self.events.append(frame)
         if frame.seq is not None:

@@ -1,7 +1,7 @@
 // threadline web page: threads, live run timelines over SSE, approvals, resume and cancel.
 //
 // Plain ES module, no build step, no dependencies. Everything the page shows comes from the
-// HTTP API (see DESIGN.md §5): it polls `POST /threads/search`, joins each run's stream with
+// HTTP API: it polls `POST /threads/search`, joins each run's stream with
 // `EventSource` on `GET /threads/{t}/runs/{r}/stream` (reconnects send Last-Event-ID by
 // themselves) and drops any event it already has, keyed by run id + sequence number.
 
@@ -703,7 +703,6 @@ class ThreadView {
     this.thread = null;
     this.destroyed = false;
     this.counterOwner = -1;
-    this.counters = {};
     this.stateBusy = false;
     this.ready = false; // runs listed: from now on an unknown last run is discovered
   }

@@ -1,4 +1,4 @@
-"""Human approval over HTTP (DESIGN §7): risky tool calls stop for a decision, resume once.
+"""Human approval over HTTP: risky tool calls stop for a decision, resume once.
 
 The official ``langgraph-sdk`` client (and plain ``httpx`` for the approvals endpoint and the
 audit log) against one real server for the module; every test uses its own threads.

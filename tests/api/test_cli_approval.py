@@ -1,4 +1,4 @@
-"""``threadline run`` / ``resume`` and approvals, as a user meets them (DESIGN §7).
+"""``threadline run`` / ``resume`` and approvals, as a user meets them.
 
 Without a terminal the command stops at the first approval, says how to answer, and exits 3;
 ``threadline resume ID --auto-approve`` finishes the thread. On a real pseudo-terminal it asks:

@@ -3,6 +3,7 @@ interrupted and resumed through the same endpoints as the built-in agent."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import textwrap
 from collections.abc import Callable, Iterator
@@ -14,7 +15,7 @@ import pytest
 
 from eval.harness import ServerProcess, ServerStartError, SSEEvent, kill_strays
 from tests.api.conftest import FAST
-from tests.utils.runs import read_events
+from tests.utils.runs import read_events, wait_status
 
 MY_GRAPH = textwrap.dedent(
     '''
@@ -181,3 +182,80 @@ def test_a_config_that_shadows_the_builtin_agent_fails_fast(
     with pytest.raises(ServerStartError, match="built-in agent"):
         proc.start()
     assert not proc.running
+
+
+STEPS_GRAPH = textwrap.dedent(
+    '''
+    """Three slow steps, each noting its run in a file: what a kill must not make run twice."""
+    import os
+    import time
+    from pathlib import Path
+    from typing import Annotated, TypedDict
+    import operator
+
+    from langgraph.graph import END, START, StateGraph
+
+    LOG = Path(os.environ["STEPS_LOG"])
+
+
+    class State(TypedDict, total=False):
+        done: Annotated[list[str], operator.add]
+
+
+    def step(name):
+        def run(state: State) -> State:
+            time.sleep(1.0)
+            with LOG.open("a") as out:
+                out.write(name + "\\n")
+            return {"done": [name]}
+        return run
+
+
+    builder = StateGraph(State)
+    for name in ("one", "two", "three"):
+        builder.add_node(name, step(name))
+    builder.add_edge(START, "one")
+    builder.add_edge("one", "two")
+    builder.add_edge("two", "three")
+    builder.add_edge("three", END)
+    '''
+)
+
+
+async def test_own_graph_survives_a_kill_mid_run(
+    make_server: Callable[..., ServerProcess], database_url: str, tmp_path: Path
+) -> None:
+    """A graph unrelated to the built-in agent, killed mid-run: another server takes the run
+    over from its last checkpoint; no finished step runs again and the run ends ``success``."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "steps.py").write_text(STEPS_GRAPH)
+    config = project / "langgraph.json"
+    config.write_text(json.dumps({"graphs": {"steps": "./steps.py:builder"}}))
+    log = tmp_path / "steps.log"
+    env = {"STEPS_LOG": str(log)}
+    first = make_server(database_url, tmp_path / "data", config=config, env=env, name="steps-1")
+    first.start()
+    async with httpx.AsyncClient(base_url=first.url, timeout=30) as http:
+        tid = (await http.post("/threads", json={})).json()["thread_id"]
+        res = await http.post(
+            f"/threads/{tid}/runs", json={"assistant_id": "steps", "input": {"done": []}}
+        )
+        run_id = res.json()["run_id"]
+        for _ in range(100):  # until the first step is done
+            if log.exists() and log.read_text().splitlines():
+                break
+            await asyncio.sleep(0.05)
+    first.kill()
+    second = make_server(database_url, tmp_path / "data", config=config, env=env, name="steps-2")
+    second.start()
+    async with httpx.AsyncClient(base_url=second.url, timeout=30) as http:
+        ended = await wait_status(http, tid, run_id, ("success", "error"), timeout=60)
+        values = (await http.get(f"/threads/{tid}/state")).json()["values"]
+    assert ended["status"] == "success", ended
+    assert ended["attempt"] == 2
+    assert values == {"done": ["one", "two", "three"]}
+    ran = log.read_text().splitlines()
+    # A step the kill interrupted may run again (it had not finished); a finished one never.
+    assert ran[0] == "one" and ran.count("one") == 1, ran
+    assert ran[-2:] == ["two", "three"] or ran[-3:] == ["two", "two", "three"], ran

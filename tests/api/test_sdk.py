@@ -1,4 +1,4 @@
-"""The official ``langgraph-sdk`` client drives a real server unchanged (DESIGN §5, §9).
+"""The official ``langgraph-sdk`` client drives a real server unchanged.
 
 One server process for the module, on its own fresh database, with short leases.
 """
