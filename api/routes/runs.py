@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Header, Query
@@ -28,6 +28,22 @@ router = APIRouter(tags=["runs"], route_class=CheckedRoute)
 
 EVENT_ID = r"^(-1|[0-9]{0,18})$"
 """An event's sequence number (``-1``: from the start); checked by ``parse_last_event_id``."""
+LastEventId = Annotated[
+    str | None, Header(alias="Last-Event-ID", json_schema_extra={"pattern": EVENT_ID})
+]
+"""Resume a stream after this event (``-1``: from the start)."""
+StreamModeQuery = Annotated[
+    list[str] | None,
+    Query(
+        json_schema_extra={
+            "anyOf": [
+                {"type": "array", "items": {"enum": [*SUPPORTED_MODES, ""]}},
+                {"type": "null"},
+            ]
+        },
+    ),
+]
+"""Narrows a joined stream's modes (the SDK sends an empty value for "all of them")."""
 CREATE_ERRORS = responses(403, 404, 409, 413, 422)
 """A run is refused when its thread is unknown (404) or busy (409), its body malformed (422) or
 too large (413), or its approval rules would loosen the server's (403)."""
@@ -161,21 +177,11 @@ async def join_stream(
     thread_id: ThreadId,
     run_id: RunId,
     svc: ServiceDep,
-    last_event_id: str | None = Header(
-        None, alias="Last-Event-ID", json_schema_extra={"pattern": EVENT_ID}
-    ),
+    last_event_id: LastEventId = None,
     last_event_id_query: str | None = Query(
         None, alias="last_event_id", json_schema_extra={"pattern": EVENT_ID}
     ),
-    stream_mode: list[str] | None = Query(
-        None,
-        json_schema_extra={
-            "anyOf": [
-                {"type": "array", "items": {"enum": [*SUPPORTED_MODES, ""]}},
-                {"type": "null"},
-            ]
-        },
-    ),
+    stream_mode: StreamModeQuery = None,
     cancel_on_disconnect: bool = Query(False),
 ) -> EventSourceResponse:
     """Join a run's stream: replays what came after ``Last-Event-ID`` (``-1``: all), then live.
@@ -231,18 +237,8 @@ async def _nothing() -> AsyncIterator[ServerSentEvent]:
 async def join_thread_stream(
     thread_id: ThreadId,
     svc: ServiceDep,
-    last_event_id: str | None = Header(
-        None, alias="Last-Event-ID", json_schema_extra={"pattern": EVENT_ID}
-    ),
-    stream_mode: list[str] | None = Query(
-        None,
-        json_schema_extra={
-            "anyOf": [
-                {"type": "array", "items": {"enum": [*SUPPORTED_MODES, ""]}},
-                {"type": "null"},
-            ]
-        },
-    ),
+    last_event_id: LastEventId = None,
+    stream_mode: StreamModeQuery = None,
 ) -> EventSourceResponse:
     """Join the stream of the thread's active run (what ``useStream`` does when it reconnects):
     what came after ``Last-Event-ID``, then live, until the run ends. ``Location`` names that
