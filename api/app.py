@@ -16,10 +16,12 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Route
 
-from api import errors
+from api import errors, mcp_runs
 from api.auth.access import access_from
 from api.auth.guard import PUBLIC, Guard
+from api.builtin_agent import mcp_server
 from api.builtin_agent import routes as agent_routes
 from api.json_body import MAX_JSON_DEPTH
 from api.lifecycle import open_service
@@ -134,9 +136,14 @@ def create_app(settings: Settings) -> FastAPI:
     """The service: routes, error handlers, the web page, and a lifespan that starts it all."""
     access = access_from(settings)
 
+    mcp_servers = {"assistants": mcp_runs.assistants_server(), "thread": mcp_server.thread_server()}
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_service(settings, access) as service:
+        async with (
+            open_service(settings, access) as service,
+            mcp_runs.serve(app, mcp_servers),  # stopped before the service
+        ):
             app.state.service = service
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 # `kill -USR1 <pid>` logs every asyncio task's stack: where a stuck run waits.
@@ -158,6 +165,16 @@ def create_app(settings: Settings) -> FastAPI:
     app.openapi = _openapi(app, access.enabled)  # type: ignore[method-assign]
     for module in (system, threads, runs, approvals, agent_routes):
         app.include_router(module.router)
+
+    # MCP over Streamable HTTP (plain ASGI routes: outside the OpenAPI document).
+    app.router.routes += [
+        Route("/mcp", mcp_runs.McpEndpoint("assistants"), include_in_schema=False),
+        Route(
+            "/threads/{thread_id}/mcp",
+            mcp_runs.McpEndpoint("thread", mcp_server.precheck),
+            include_in_schema=False,
+        ),
+    ]
 
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:

@@ -73,8 +73,8 @@ async def load_graphs(
     except (OSError, json.JSONDecodeError) as err:
         raise GraphConfigError(f"cannot read graph config {config_file}: {err}") from None
     graphs = data.get("graphs") if isinstance(data, dict) else None
-    if isinstance(data, dict) and data.get("auth") and not graphs:
-        return {}  # a file that only configures auth: the built-in agent alone
+    if isinstance(data, dict) and (data.get("auth") or data.get("mcp_servers")) and not graphs:
+        return {}  # a file that only configures auth or MCP servers: the built-in agent alone
     if not isinstance(graphs, dict) or not graphs:
         raise GraphConfigError(f"{config_file} needs a non-empty 'graphs' object")
     base = config_file.absolute().parent  # noqa: ASYNC240 - path arithmetic, no I/O

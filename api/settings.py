@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from api.builtin_agent.rules import OFFLINE_MODEL_NAME, Limits, validate_rules
+from api.builtin_agent.rules import OFFLINE_MODEL_NAME, Limits, parse_mcp_servers, validate_rules
 
 
 def _default_data_dir() -> Path:
@@ -82,6 +82,10 @@ class Settings(BaseSettings):
     ``auto``: bubblewrap when it can start, else commands are refused with how to enable it;
     ``bwrap``: the same, but start-up fails without it; ``off``: unconfined (logged as a
     warning)."""
+    mcp_servers: dict[str, Any] = Field(default_factory=dict)
+    """External MCP servers whose tools join the built-in agent's, JSON (``agent.tools.
+    mcp_config``): ``{"git": {"command": "python", "args": ["-m", "mcp_server_git",
+    "--repository", "{workspace}"]}}``; a config file's ``"mcp_servers"`` adds to them."""
     max_steps: int = Field(20, ge=1)
     max_tokens: int = Field(200_000, ge=1)
     max_seconds: float = Field(600.0, gt=0)
@@ -107,6 +111,12 @@ class Settings(BaseSettings):
     @classmethod
     def approval_rules_are_known(cls, value: dict[str, str]) -> dict[str, str]:
         return dict(validate_rules(value))
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def mcp_servers_are_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+        parse_mcp_servers(value)
+        return value
 
     @field_validator("openai_base_url")
     @classmethod

@@ -101,10 +101,11 @@ def describe_validation_error(tool: ToolSpec, err: ValidationError) -> str:
     problems = "; ".join(
         f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in err.errors()
     )
+    # A model without fields (an MCP tool's JSON schema): the names its schema lists.
     fields = ", ".join(
         f"{name}: {_type_name(field.annotation)}"
         for name, field in tool.args_schema.model_fields.items()
-    )
+    ) or ", ".join(tool.args_schema.model_json_schema().get("properties", {}))
     return f"Invalid arguments for {tool.name}: {problems}. Expected arguments: {fields}."
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.approval import approval_calls, is_approval_request, parse_decisions, superseded_answer
@@ -19,6 +19,7 @@ from agent.hooks import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
 from agent.policy import ApprovalPolicy
 from agent.tasks import TaskCatalog
 from agent.tools import Sandbox, ToolSpec, workspace_dir
+from agent.tools.mcp import McpServerStatus
 from api.adapters import GraphAdapter, RunHooks, RunRequest, ToolRecord
 from api.builtin_agent import checks
 from api.settings import Settings
@@ -35,6 +36,8 @@ class BuiltinAgent(GraphAdapter):
     """The deployment's approval policy (a run's rules are checked against it)."""
     sandbox: Sandbox
     """What commands run confined by; probed at start-up (``/info`` shows its status)."""
+    mcp_servers: list[McpServerStatus] = field(default_factory=list)
+    """The external MCP servers and the tools each listed at start-up (in ``tools`` too)."""
 
     async def check_run(self, request: RunRequest) -> dict[str, Any]:
         checks.check_command(request.command)
@@ -113,4 +116,7 @@ class BuiltinAgent(GraphAdapter):
                 ),
                 "run_overrides": "allowed" if self.policy.allow_overrides else "tighten only",
             },
+            # Each external MCP server: transport, trusted, "ok" or "error" (and why), its tools
+            # (registry name, the server's name, read_only: readOnlyHint if trusted, else false).
+            "mcp_servers": {s.name: s.describe() for s in self.mcp_servers},
         }

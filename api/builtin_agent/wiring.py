@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -15,8 +17,11 @@ from agent.tasks import TaskCatalog
 from agent.tasks.operator import load_task_dir
 from agent.tools import Sandbox, ToolSpec, default_sandbox, default_tools
 from agent.tools.command import DEFAULT_ALLOWED_PROGRAMS
+from agent.tools.mcp import McpServerStatus, discover_tools
+from agent.tools.mcp_config import McpServerConfig, parse_mcp_servers
 from api.builtin_agent.adapter import BuiltinAgent
 from api.database import PooledSaver
+from api.graphs import GraphConfigError
 from api.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -60,6 +65,32 @@ def agent_tools(settings: Settings, sandbox: Sandbox | None = None) -> list[Tool
     )
 
 
+def mcp_configs(settings: Settings) -> dict[str, McpServerConfig]:
+    """The external MCP servers: the config file's ``"mcp_servers"``, then the setting's (the
+    setting wins for a name in both)."""
+    servers: dict[str, Any] = {}
+    if settings.config is not None:
+        try:
+            data = json.loads(settings.config.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise GraphConfigError(f"cannot read {settings.config}: {err}") from None
+        if isinstance(data, dict) and data.get("mcp_servers") is not None:
+            if not isinstance(data["mcp_servers"], dict):
+                raise GraphConfigError(f"{settings.config}: 'mcp_servers' must be an object")
+            servers.update(data["mcp_servers"])
+    servers.update(settings.mcp_servers)
+    try:
+        return parse_mcp_servers(servers)
+    except ValueError as err:
+        raise GraphConfigError(str(err)) from None
+
+
+async def mcp_servers(settings: Settings, taken: set[str]) -> list[McpServerStatus]:
+    """Each configured server with the tools it listed (or why it has none)."""
+    configs = mcp_configs(settings)
+    return await discover_tools(configs, taken) if configs else []
+
+
 def agent_policy(settings: Settings) -> ApprovalPolicy:
     """The deployment's approval policy."""
     return ApprovalPolicy(
@@ -79,12 +110,14 @@ def build_agent(
     saver: PooledSaver | None,
     tasks: TaskCatalog | None = None,
     sandbox: Sandbox | None = None,
+    extra_tools: Sequence[ToolSpec] = (),
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The built-in agent, wired from settings."""
+    """The built-in agent, wired from settings; ``extra_tools`` (the MCP servers') after the
+    built-in ones."""
     sandbox = sandbox or agent_sandbox(settings)
     return build_graph(
         model=make_model(settings),
-        tools=agent_tools(settings, sandbox),
+        tools=[*agent_tools(settings, sandbox), *extra_tools],
         checkpointer=saver,
         data_dir=settings.data_dir,
         policy=agent_policy(settings),
@@ -97,14 +130,19 @@ def build_agent(
 async def open_agent(
     settings: Settings, saver: PooledSaver
 ) -> tuple[CompiledStateGraph[Any, Any, Any, Any], BuiltinAgent]:
-    """The built-in agent's graph and its adapter, sharing one probed sandbox and catalog."""
+    """The built-in agent's graph and its adapter, sharing one probed sandbox and catalog, and
+    the tools the external MCP servers listed."""
     sandbox = await start_sandbox(settings)
     tasks = task_catalog(settings)
+    builtin = agent_tools(settings, sandbox)
+    servers = await mcp_servers(settings, {t.name for t in builtin})
+    remote = [t for server in servers for t in server.tools]
     adapter = BuiltinAgent(
         settings=settings,
-        tools={t.name: t for t in agent_tools(settings, sandbox)},
+        tools={t.name: t for t in [*builtin, *remote]},
         tasks=tasks,
         policy=agent_policy(settings),
         sandbox=sandbox,
+        mcp_servers=servers,
     )
-    return build_agent(settings, saver, tasks, sandbox=sandbox), adapter
+    return build_agent(settings, saver, tasks, sandbox=sandbox, extra_tools=remote), adapter

@@ -72,6 +72,36 @@ async def record_tool(
     )
 
 
+async def record_direct_tool(
+    conn: AsyncConnection[Any], *, thread_id: str, record: ToolRecord, actor: str, via: str
+) -> None:
+    """Record a tool execution outside any run (``via``: how it came, e.g. ``mcp``), named for
+    the caller who made it rather than the agent."""
+    await conn.execute(
+        "INSERT INTO audit_log (thread_id, run_id, kind, tool, tool_call_id, idempotency_key,"
+        " attempt, detail, actor) VALUES (%s, NULL, 'tool', %s, %s, %s, NULL, %s, %s)",
+        (
+            thread_id,
+            record.tool,
+            record.tool_call_id,
+            f"{thread_id}:{record.tool_call_id}",
+            Jsonb(
+                storable(
+                    {
+                        "via": via,
+                        "args": record.args,
+                        "ok": record.ok,
+                        "duration": record.duration,
+                        "output": record.output[:500],
+                        "result": record.result,
+                    }
+                )
+            ),
+            actor,
+        ),
+    )
+
+
 async def prior_result(
     conn: AsyncConnection[Any], thread_id: str, idempotency_key: str
 ) -> PriorResult | None:
