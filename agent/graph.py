@@ -1,6 +1,7 @@
 """``build_graph``: the agent's StateGraph, compiled with the checkpointer it is given.
 
-START  -> agent
+START  -> agent, or -> direct for a ``{"call": ...}`` input (one tool call without the model)
+direct -> tools / review as a call of the agent; after it, tools -> END
 agent  -> tools   one Send per tool call, each with its rule (auto, deny), or
        -> review  one Send with all the step's calls when any of them asks; no calls -> verify
 review -> tools   one Send per call, the asked ones with their decisions (one interrupt for
@@ -26,6 +27,7 @@ from langgraph.types import RetryPolicy, Send
 
 from agent.limits import Limits, guard_reason
 from agent.nodes.agent_step import AgentStep
+from agent.nodes.direct import DIRECT, direct_message, direct_node
 from agent.nodes.review import ReviewNode, asks
 from agent.nodes.tool_call import ToolCallNode
 from agent.nodes.verify import VerifyNode
@@ -54,7 +56,9 @@ def rule_calls(
     task_rules: dict[str, Decision] = {}
     refusal = None
     try:
-        task_rules = validate_rules(tasks.policy_for(state.get("task")))
+        # A direct call is not the task's: the deployment's and the run's rules decide it.
+        if last.name != DIRECT:
+            task_rules = validate_rules(tasks.policy_for(state.get("task")))
         run_rules = validate_rules((config.get("configurable") or {}).get("approval_policy") or {})
     except ValueError as err:
         run_rules, refusal = {}, f"The call was not run: {err}."
@@ -110,8 +114,20 @@ def build_graph(
             return [Send("tools", c) for c in calls]
         return "verify"
 
-    def route_after_tools(state: AgentState) -> Literal["agent", "verify"]:
+    def route_after_tools(state: AgentState) -> Literal["agent", "verify", "__end__"]:
+        if direct_message(state) is not None:
+            return "__end__"  # a direct call's run ends with its result
         return "verify" if guard_reason(state, limits) else "agent"
+
+    def route_start(state: AgentState) -> Literal["direct", "agent"]:
+        return "direct" if state.get("call") else "agent"
+
+    def route_after_direct(state: AgentState, config: RunnableConfig) -> list[Send]:
+        calls = rule_calls(state, config, policy=policy, tools=by_name, tasks=catalog)
+        if any(asks(c, by_name) for c in calls):
+            review: ReviewTask = {"calls": calls}
+            return [Send("review", review)]
+        return [Send("tools", c) for c in calls]
 
     def route_after_verify(state: AgentState) -> Literal["agent", "__end__"]:
         return "agent" if state.get("status") == "running" else "__end__"
@@ -133,8 +149,10 @@ def build_graph(
     builder.add_node(
         "verify", VerifyNode(data_dir=data_dir, limits=limits, tasks=catalog, sandbox=sandbox)
     )
-    builder.add_edge(START, "agent")
+    builder.add_node("direct", direct_node)
+    builder.add_conditional_edges(START, route_start, ["direct", "agent"])
+    builder.add_conditional_edges("direct", route_after_direct, ["tools", "review"])
     builder.add_conditional_edges("agent", route_after_agent, ["tools", "review", "verify"])
-    builder.add_conditional_edges("tools", route_after_tools, ["agent", "verify"])
+    builder.add_conditional_edges("tools", route_after_tools, ["agent", "verify", END])
     builder.add_conditional_edges("verify", route_after_verify, ["agent", END])
     return builder.compile(checkpointer=checkpointer, name="threadline-agent")

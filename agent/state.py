@@ -51,6 +51,18 @@ def add_messages_batch(left: list[AnyMessage], writes: Sequence[Any]) -> list[An
     return list(merged)
 
 
+class DirectCall(TypedDict, total=False):
+    """One tool call to run on the thread without the model (``{"call": ...}`` input, what the
+    thread's MCP endpoint sends for a call the policy asks about): decided by the same policy,
+    asked through the same approvals, audited and run exactly once like the agent's calls."""
+
+    name: str
+    args: dict[str, Any]
+    id: str
+    """The call's id (its idempotency key is ``{thread_id}:{id}``); default: derived from the
+    conversation's length."""
+
+
 class AgentState(TypedDict, total=False):
     """State of the built-in agent."""
 
@@ -66,6 +78,8 @@ class AgentState(TypedDict, total=False):
     """Spent on the current task; written only by ``agent`` and ``verify`` (never in parallel)."""
     verify_attempts: int
     verdict: Verdict | None
+    call: DirectCall | None
+    """A direct call waiting to be made (the ``direct`` node turns it into a tool call)."""
 
 
 class ToolTask(TypedDict, total=False):

@@ -42,6 +42,7 @@ class BuiltinAgent(GraphAdapter):
     async def check_run(self, request: RunRequest) -> dict[str, Any]:
         checks.check_command(request.command)
         checks.check_input(request.input, self.tasks)
+        checks.check_call(request.input, self.tools)
         thread = request.thread
         checks.check_run_policy(
             request.config,

@@ -8,16 +8,22 @@ served from ``langgraph.json`` keep LangGraph's semantics and are not checked he
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
+
+from pydantic import ValidationError
 
 from agent.policy import ApprovalPolicy, Decision, validate_rules
 from agent.tasks import TaskCatalog
 from agent.tasks.catalog import chat_task
 from agent.tools import ToolSpec
+from agent.tools.base import describe_validation_error
 from api.errors import Forbidden, Invalid
 
-INPUT_KEYS = ("messages", "task")
+INPUT_KEYS = ("messages", "task", "call")
+CALL_KEYS = ("name", "args", "id")
+CALL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 TASK_KEYS = ("name", "params")
 UPDATE_KEYS = ("messages",)
 """What ``command.update`` may write: the conversation, not the control fields (task, status,
@@ -37,7 +43,8 @@ def check_input(value: Any, tasks: TaskCatalog) -> str | None:
     if not isinstance(value, dict) or not (set(INPUT_KEYS) & value.keys()):
         raise Invalid(
             'The agent\'s input is {"task": {"name": ..., "params": {...}}} (GET /tasks lists '
-            'them), {"messages": [{"role": "user", "content": "..."}]}, or null to resume.'
+            'them), {"messages": [{"role": "user", "content": "..."}]}, {"call": {"name": ..., '
+            '"args": {...}}} (one tool call without the model), or null to resume.'
         )
     extra = sorted(set(value) - set(INPUT_KEYS))
     if extra:
@@ -45,6 +52,10 @@ def check_input(value: Any, tasks: TaskCatalog) -> str | None:
             f"input has field(s) {extra} the agent does not take: its input has only "
             f"{', '.join(INPUT_KEYS)}. The agent's state is its own."
         )
+    if "call" in value:
+        if len(value) > 1:
+            raise Invalid('input.call goes alone: one tool call, without "messages" or "task"')
+        return None  # checked against the tools (check_call)
     task = value.get("task")
     if task is None:
         return _chat_task(value.get("messages"), tasks)
@@ -64,6 +75,27 @@ def check_input(value: Any, tasks: TaskCatalog) -> str | None:
     except ValueError as err:
         raise Invalid(str(err)) from None
     return str(task["name"])
+
+
+def check_call(value: Any, tools: Mapping[str, ToolSpec]) -> None:
+    """``{"call": {"name", "args", "id"?}}``: a known tool and arguments valid for it (422)."""
+    call = value.get("call") if isinstance(value, dict) else None
+    if call is None:
+        return
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        raise Invalid('input.call is {"name": <a tool>, "args": {...}, "id"?: "..."}')
+    extra = sorted(set(call) - set(CALL_KEYS))
+    if extra:
+        raise Invalid(f"input.call has field(s) {extra}; it takes only {', '.join(CALL_KEYS)}")
+    tool = tools.get(call["name"])
+    if tool is None:
+        raise Invalid(f"input.call: no tool {call['name']!r}. Tools: {', '.join(tools)}.")
+    if "id" in call and not (isinstance(call["id"], str) and CALL_ID.fullmatch(call["id"])):
+        raise Invalid("input.call.id is 1 to 64 letters, digits, '_' or '-'")
+    try:
+        tool.validate_args(call.get("args") or {})
+    except ValidationError as err:
+        raise Invalid(f"input.call: {describe_validation_error(tool, err)}") from None
 
 
 def _chat_task(messages: Any, tasks: TaskCatalog) -> str | None:

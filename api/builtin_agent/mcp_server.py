@@ -15,20 +15,24 @@ tool's read-only flag gives its annotations (``readOnlyHint`` = ``idempotentHint
 - Every executed call is audited (``GET /threads/{id}/audit``): kind ``tool``, no run, the
   caller's identity as actor (``anonymous`` without authentication), ``detail.via`` ``mcp``.
 - Approval policy: the deployment's rules with no task rules (``/info``'s ``effective``). A
-  ``deny`` tool is an ``isError`` result. An ``ask`` tool is *referred*: an ``isError`` result
-  saying the call needs a human decision and how to get one: start a run of the agent on the
-  thread (``POST /threads/{id}/runs``, or the ``agent`` tool of ``/mcp``), whose call is then
-  asked through the approvals API and page, decided once, and audited with its decider. The MCP
-  call itself never waits and never runs an ``ask`` tool.
+  ``deny`` tool is an ``isError`` result. An ``ask`` tool *waits*: the call becomes a durable run
+  of the agent on the thread with the input ``{"call": ...}`` (no model), so it is asked through
+  the same approvals API and page as the agent's calls, decided once, run once when approved and
+  audited with its decider. The MCP call returns the tool's result when it comes within
+  ``WAIT_SECONDS``; otherwise an ``isError`` result says how to decide (the call still runs once
+  when approved; its result is then in the thread's messages and audit log). A rejection is an
+  ``isError`` result with the human's message.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import Any
 
 import mcp_types as types
+from langchain_core.messages import ToolMessage
 from mcp.server.lowlevel import Server
 from starlette.types import Scope
 
@@ -38,10 +42,14 @@ from api.builtin_agent import BUILTIN_ASSISTANT
 from api.builtin_agent.adapter import BuiltinAgent
 from api.errors import ApiError
 from api.mcp_runs import Context, acting_as, error, result
+from api.schemas import RunCreate
 from api.service import Service
 from api.store import audit
 
 VIA = "mcp"
+WAIT_SECONDS = 120.0
+"""How long an ``ask`` call waits for its decision and result before it answers how to give one."""
+POLL_SECONDS = 0.25
 
 
 def agent_of(svc: Service) -> BuiltinAgent:
@@ -79,23 +87,44 @@ async def list_tools(ctx: Context, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[describe(t) for t in agent_of(svc).tools.values()])
 
 
-def refused(tool: ToolSpec, rule: str, thread_id: str) -> str | None:
-    """The message for a call the policy does not let run here, or None when it runs."""
-    if rule == "deny":
-        return (
-            f"{tool.name} is denied by this server's approval policy "
-            "(THREADLINE_APPROVAL_POLICY; GET /info shows it). Use another tool."
+def denied(tool: ToolSpec) -> str:
+    return (
+        f"{tool.name} is denied by this server's approval policy "
+        "(THREADLINE_APPROVAL_POLICY; GET /info shows it). Use another tool."
+    )
+
+
+async def run_asked(svc: Service, thread_id: str, tool: ToolSpec, args: dict[str, Any]) -> Any:
+    """An ``ask`` call: a run of the agent on the thread makes it (input ``{"call": ...}``), so it
+    is asked through the approvals API and page like the agent's own calls, runs once when
+    approved, and is audited; this waits up to :data:`WAIT_SECONDS` for its result."""
+    call_id = f"{VIA}-{uuid.uuid4().hex}"
+    call = {"name": tool.name, "args": args, "id": call_id}
+    try:
+        run = await svc.create_run(
+            thread_id, RunCreate(assistant_id=BUILTIN_ASSISTANT, input={"call": call})
         )
-    if rule == "ask":
-        return (
-            f"{tool.name} needs a human decision under this server's approval policy, and an "
-            "MCP call does not wait for one. To get it, start a run of the agent on this thread "
-            f"(POST /threads/{thread_id}/runs with assistant_id 'agent', or the 'agent' tool of "
-            "the server's /mcp endpoint): the agent's call is asked through the approvals API "
-            f"(GET/POST /threads/{thread_id}/approvals, or the web page), runs once approved, "
-            "and the audit log names who decided. Read-only tools run here without a question."
-        )
-    return None
+    except ApiError as err:
+        return error(f"{tool.name} could not be asked about: {err.message}")
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        state = await svc.state(thread_id, BUILTIN_ASSISTANT)
+        for message in (state.values or {}).get("messages") or []:
+            if isinstance(message, ToolMessage) and message.tool_call_id == call_id:
+                ok = message.status != "error"
+                text = str(message.content)
+                out = {"ok": ok, "output": text, "run_id": run["run_id"], "tool_call_id": call_id}
+                return result(out, error=not ok, text=text)
+        if (await svc.refreshed_run(thread_id, run["run_id"]))["status"] == "error":
+            return error(f"The run that makes the call failed (run {run['run_id']}).")
+        await asyncio.sleep(POLL_SECONDS)
+    return error(
+        f"{tool.name} is waiting for a human decision (the approval policy asks about it): "
+        f"approve, edit or reject it with POST /threads/{thread_id}/approvals (GET "
+        f"/threads/{thread_id}/state shows the request) or on the web page. It runs once, when "
+        f"approved; its result becomes the thread's tool message {call_id} and is in GET "
+        f"/threads/{thread_id}/audit."
+    )
 
 
 async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> Any:
@@ -110,12 +139,13 @@ async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> Any:
         if tool is None:
             return error(f"No tool {params.name!r}. Tools: {', '.join(agent.tools)}.")
         rule = agent.policy.decide(tool.name, read_only=tool.read_only).rule
-        message = refused(tool, rule, thread_id)
-        if message is not None:
-            return error(message)
+        args = dict(params.arguments or {})
+        if rule == "ask":
+            return await run_asked(svc, thread_id, tool, args)
+        if rule != "auto":
+            return error(denied(tool))
         call_id = f"{VIA}-{uuid.uuid4().hex}"
         workspace = ensure_workspace(svc.runtime.settings.data_dir, thread_id)
-        args = dict(params.arguments or {})
         started = time.monotonic()
         out = await execute_tool(tool, ToolContext(workspace, f"{thread_id}:{call_id}"), args)
         record = ToolRecord(
@@ -138,8 +168,8 @@ def thread_server() -> Server[Any]:
     """The ``/threads/{thread_id}/mcp`` server: the agent's tools over the thread's workspace."""
     return Server(
         "threadline-workspace",
-        instructions="The threadline agent's tools over one thread's workspace. Tools that the "
-        "approval policy asks about are referred to a run of the agent (see their error).",
+        instructions="The threadline agent's tools over one thread's workspace. A tool the "
+        "approval policy asks about waits for a human's decision (the thread's approvals).",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

@@ -645,3 +645,36 @@ async def test_a_finished_parallel_call_is_not_run_again_after_cancellation(
     assert sorted(m.tool_call_id for m in results) == sorted([str(fast["id"]), str(slow["id"])])
     assert all(m.status == "success" for m in results)
     assert model.calls_made == 2
+
+
+# --------------------------------------------------------------------------------------------
+# direct calls ({"call": ...} input: one tool call without the model)
+
+
+async def test_a_direct_call_runs_under_the_policy_without_the_model(
+    runtime: Runtime, settings: Settings
+) -> None:
+    model = ScriptedChatModel(replies=[])
+    graph = scripted_graph(runtime, model)
+    config = make_config(Limits())
+    # A read-only call: auto, run at once; the run ends with its result.
+    listing = {"call": {"name": "list_files", "args": {"path": "."}, "id": "direct-1"}}
+    out = await stream(graph, listing, config)
+    assert [e["tool"] for e in out.of_type("tool_finished")] == ["list_files"]
+    state = await graph.aget_state(config)
+    assert state.next == ()
+    assert tool_messages(state.values["messages"])[-1].tool_call_id == "direct-1"
+    # A write: asked about first, like the agent's own calls; approved, it runs once.
+    writing = {"call": {"name": "write_file", "args": {"path": "d.txt", "content": "d\n"}}}
+    await stream(graph, writing, config)
+    state = await graph.aget_state(config)
+    assert state.next == ("review",)
+    (pending,) = state.interrupts
+    assert [a["name"] for a in pending.value["action_requests"]] == ["write_file"]
+    assert not (workspace(settings, config) / "d.txt").exists()
+    approve = {"decisions": [{"type": "approve"}]}
+    await stream(graph, Command(resume={pending.id: approve}), config)
+    assert (workspace(settings, config) / "d.txt").read_text() == "d\n"
+    state = await graph.aget_state(config)
+    assert state.next == () and not state.interrupts
+    assert model.calls_made == 0  # the model was never asked

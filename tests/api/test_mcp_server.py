@@ -4,11 +4,13 @@ ones: ``/threads/{id}/mcp`` (the agent's tools over the thread's workspace) and 
 assistant as a tool that starts a durable run).
 
 The module's server allows ``write_file`` and denies ``run_command``; ``edit_file`` keeps the
-default rule (``ask``). A second server with built-in keys checks tenancy and the default policy.
+default rule (``ask``): its calls wait for a decision through the thread's approvals. A second
+server with built-in keys checks tenancy and the default policy.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -114,12 +116,6 @@ async def test_calls_run_the_tools_with_their_boundaries(
         denied = await session.call_tool("run_command", {"program": "ls", "args": []})
         assert denied.is_error and "denied" in text(denied)
 
-        asked = await session.call_tool(
-            "edit_file", {"path": "notes.txt", "old": "hi", "new": "bye"}
-        )
-        assert asked.is_error
-        assert "human decision" in text(asked) and f"/threads/{thread_id}/runs" in text(asked)
-
         unknown = await session.call_tool("rm_rf", {})
         assert unknown.is_error and "No tool" in text(unknown)
     # Only the executed calls, under the caller's identity, outside any run.
@@ -136,6 +132,65 @@ async def test_calls_run_the_tools_with_their_boundaries(
     assert {e["actor"] for e in entries} == {"anonymous"}
     assert all(e["run_id"] is None and e["detail"]["via"] == "mcp" for e in entries)
     assert all(e["idempotency_key"].startswith(f"{thread_id}:mcp-") for e in entries)
+
+
+async def pending_interrupt(http: httpx.AsyncClient, thread_id: str) -> dict[str, Any]:
+    for _ in range(200):
+        state = (await http.get(f"/threads/{thread_id}/state")).json()
+        if state["interrupts"]:
+            return dict(state["interrupts"][0])
+        await asyncio.sleep(0.05)
+    raise AssertionError("no approval was asked")
+
+
+async def test_an_ask_tool_waits_for_its_decision_and_runs_once(
+    server: ServerProcess, http: httpx.AsyncClient
+) -> None:
+    """``edit_file`` keeps the default rule (ask): the MCP call becomes a run of the agent on the
+    thread, asked through the thread's approvals; approved, it runs once and the call returns
+    its result; rejected, it does not run and the call says why."""
+    thread_id = await new_thread(http)
+    url = f"{server.url}/threads/{thread_id}/mcp"
+    async with mcp_session(url, "2026-07-28") as session:
+        await session.call_tool("write_file", {"path": "notes.txt", "content": "hi"})
+        call = asyncio.create_task(
+            session.call_tool("edit_file", {"path": "notes.txt", "old": "hi", "new": "bye"})
+        )
+        interrupt = await pending_interrupt(http, thread_id)
+        [request] = interrupt["value"]["action_requests"]
+        assert (request["name"], request["args"]["new"]) == ("edit_file", "bye")
+        assert not call.done()  # it waits for the decision
+        answer = {"interrupt_id": interrupt["id"], "decisions": [{"type": "approve"}]}
+        approved = await http.post(f"/threads/{thread_id}/approvals", json=answer)
+        assert approved.status_code == 200, approved.text
+        edited = await asyncio.wait_for(call, 60)
+        assert not edited.is_error, text(edited)
+        assert "Replaced 1 occurrence" in text(edited)
+        again = await http.post(f"/threads/{thread_id}/approvals", json=answer)
+        assert again.status_code == 409  # a decision is applied once
+
+        call = asyncio.create_task(
+            session.call_tool("edit_file", {"path": "notes.txt", "old": "bye", "new": "no"})
+        )
+        interrupt = await pending_interrupt(http, thread_id)
+        rejected = await http.post(
+            f"/threads/{thread_id}/approvals",
+            json={
+                "interrupt_id": interrupt["id"],
+                "decisions": [{"type": "reject", "message": "keep it"}],
+            },
+        )
+        assert rejected.status_code == 200, rejected.text
+        refused = await asyncio.wait_for(call, 60)
+        assert refused.is_error and "keep it" in text(refused)
+    assert (await http.get(f"/threads/{thread_id}/workspace/notes.txt")).text == "bye"
+    audit = (await http.get(f"/threads/{thread_id}/audit")).json()
+    assert [(e["kind"], e["tool"]) for e in audit] == [
+        ("tool", "write_file"),
+        ("decision", None),
+        ("tool", "edit_file"),
+        ("decision", None),
+    ]
 
 
 async def test_an_unknown_thread_is_not_found(server: ServerProcess) -> None:
@@ -193,8 +248,6 @@ async def test_tenancy_and_the_default_policy(keys_server: ServerProcess, tmp_pa
         thread_id = await new_thread(http, headers=alice)
         url = f"{keys_server.url}/threads/{thread_id}/mcp"
         async with mcp_session(url, "2026-07-28", alice) as session:
-            asked = await session.call_tool("write_file", {"path": "a.txt", "content": "x"})
-            assert asked.is_error and "human decision" in text(asked)
             listed = await session.call_tool("list_files", {"path": "."})
             assert not listed.is_error, text(listed)
         for mode in ("2026-07-28", "2025-11-25"):
@@ -241,3 +294,30 @@ async def test_tenancy_and_the_default_policy(keys_server: ServerProcess, tmp_pa
             ("decision", "alice"),
             ("tool", "agent"),
         ]
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        ({"name": "rm_rf", "args": {}}, "no tool 'rm_rf'"),
+        ({"name": "read_file", "args": {"nope": 1}}, "Invalid arguments for read_file"),
+        ({"name": "read_file", "args": {"path": "a"}, "id": "../x"}, "input.call.id"),
+        ({"name": "read_file", "args": {"path": "a"}, "check": ["sh"]}, "takes only"),
+    ],
+)
+async def test_a_direct_call_input_is_checked(
+    http: httpx.AsyncClient, call: dict[str, Any], says: str
+) -> None:
+    """``{"call": ...}`` (what an asked MCP call becomes) names a known tool with valid
+    arguments; anything else is a 422 before anything is queued."""
+    thread_id = await new_thread(http)
+    res = await http.post(
+        f"/threads/{thread_id}/runs", json={"assistant_id": "agent", "input": {"call": call}}
+    )
+    assert res.status_code == 422, res.text
+    assert says in res.json()["detail"]
+    both = await http.post(
+        f"/threads/{thread_id}/runs",
+        json={"assistant_id": "agent", "input": {"call": call, "messages": []}},
+    )
+    assert both.status_code == 422 and "alone" in both.json()["detail"]
