@@ -103,13 +103,17 @@ def test_graph_structure_matches_snapshot(tmp_path: Path) -> None:
     drawn = graph.get_graph()
     edges = {(e.source, e.target, e.conditional) for e in drawn.edges}
     assert edges == {
-        ("__start__", "agent", False),
+        ("__start__", "agent", True),
+        ("__start__", "direct", True),
+        ("direct", "tools", True),
+        ("direct", "review", True),
         ("agent", "tools", True),
         ("agent", "review", True),
         ("agent", "verify", True),
         ("review", "tools", True),
         ("tools", "agent", True),
         ("tools", "verify", True),
+        ("tools", "__end__", True),
         ("verify", "agent", True),
         ("verify", "__end__", True),
     }
