@@ -113,6 +113,8 @@ class ToolExecution(TypedDict):
     output: str
     args: dict[str, Any]
     result: str
+    requested_by: NotRequired[str]
+    """For a direct call (``{"call": ...}`` input), the identity of the run that asked for it."""
 
 
 class PriorResult(TypedDict):

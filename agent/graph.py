@@ -123,7 +123,11 @@ def build_graph(
         return "direct" if state.get("call") else "agent"
 
     def route_after_direct(state: AgentState, config: RunnableConfig) -> list[Send]:
-        calls = rule_calls(state, config, policy=policy, tools=by_name, tasks=catalog)
+        who = (config.get("configurable") or {}).get("langgraph_auth_user_id") or "anonymous"
+        calls: list[ToolTask] = [
+            {**c, "requested_by": str(who)}
+            for c in rule_calls(state, config, policy=policy, tools=by_name, tasks=catalog)
+        ]
         if any(asks(c, by_name) for c in calls):
             review: ReviewTask = {"calls": calls}
             return [Send("review", review)]

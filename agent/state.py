@@ -99,6 +99,9 @@ class ToolTask(TypedDict, total=False):
     dict): it runs as approved or edited, or not at all."""
     answer_error: str
     """Why the review's answer was unusable (it bypassed the server's checks): not run."""
+    requested_by: str
+    """A direct call's: the identity of the run that asked for it (the server's
+    ``langgraph_auth_user_id``, else ``anonymous``), whom the audit log names for it."""
 
 
 class ReviewTask(TypedDict):

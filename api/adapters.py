@@ -30,6 +30,8 @@ class ToolRecord:
     """What the log shows (the first 500 characters are kept)."""
     result: str | None
     """The whole (capped) result: a re-run of the call after a crash returns it."""
+    actor: str = "agent"
+    """Whom the log names: the agent, or the caller who asked for the call directly."""
 
 
 @dataclass(frozen=True)

@@ -172,6 +172,8 @@ class ToolCallNode:
                 "args": args,
                 "result": result.content,
             }
+            if task.get("requested_by"):
+                execution["requested_by"] = task["requested_by"]
             await record(execution)
         write(finished)
         return _message(call, result.content, result.ok, duration)

@@ -76,6 +76,7 @@ class BuiltinAgent(GraphAdapter):
                     duration=execution["duration"],
                     output=execution["output"],
                     result=execution["result"],
+                    actor=execution.get("requested_by") or "agent",
                 )
             )
 

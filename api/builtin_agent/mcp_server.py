@@ -12,16 +12,17 @@ tool's read-only flag gives its annotations (``readOnlyHint`` = ``idempotentHint
   ``{thread_id}:mcp-<uuid>``; its result is text plus ``structuredContent`` ``{"ok", "output"}``.
   A bad call (a path outside the workspace, a program not allowed, invalid arguments, an unknown
   tool) is a result with ``isError: true`` and the tool's message, never a protocol error.
-- Every executed call is audited (``GET /threads/{id}/audit``): kind ``tool``, no run, the
-  caller's identity as actor (``anonymous`` without authentication), ``detail.via`` ``mcp``.
+- Every call is audited (``GET /threads/{id}/audit``) under the caller's identity
+  (``anonymous`` without authentication): one run directly is kind ``tool`` with no run and
+  ``detail.via`` ``mcp``; a denied one the same with ``ok`` false.
 - Approval policy: the deployment's rules with no task rules (``/info``'s ``effective``). A
   ``deny`` tool is an ``isError`` result. An ``ask`` tool *waits*: the call becomes a durable run
   of the agent on the thread with the input ``{"call": ...}`` (no model), so it is asked through
-  the same approvals API and page as the agent's calls, decided once, run once when approved and
-  audited with its decider. The MCP call returns the tool's result when it comes within
-  ``WAIT_SECONDS``; otherwise an ``isError`` result says how to decide (the call still runs once
-  when approved; its result is then in the thread's messages and audit log). A rejection is an
-  ``isError`` result with the human's message.
+  the same approvals API and page as the agent's calls, decided once (the decision audited with
+  its decider), run once when approved (the execution audited under the caller's name). The MCP
+  call returns the tool's result when it comes within ``WAIT_SECONDS``; otherwise an ``isError``
+  result says how to decide (the call still runs once when approved; its result is then in the
+  thread's messages and audit log). A rejection is an ``isError`` result with the human's message.
 """
 
 from __future__ import annotations
@@ -142,9 +143,15 @@ async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> Any:
         args = dict(params.arguments or {})
         if rule == "ask":
             return await run_asked(svc, thread_id, tool, args)
-        if rule != "auto":
-            return error(denied(tool))
         call_id = f"{VIA}-{uuid.uuid4().hex}"
+        if rule != "auto":  # deny (and anything unreadable): refused, and audited as refused
+            refusal = denied(tool)
+            record = ToolRecord(tool.name, call_id, args, False, 0.0, refusal, None)
+            async with svc.pool.connection() as conn:
+                await audit.record_direct_tool(
+                    conn, thread_id=thread_id, record=record, actor=svc.actor(), via=VIA
+                )
+            return error(refusal)
         workspace = ensure_workspace(svc.runtime.settings.data_dir, thread_id)
         started = time.monotonic()
         out = await execute_tool(tool, ToolContext(workspace, f"{thread_id}:{call_id}"), args)

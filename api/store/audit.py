@@ -42,12 +42,18 @@ async def record_decision(
 
 
 async def record_tool(
-    conn: AsyncConnection[Any], *, thread_id: str, run_id: str, attempt: int, record: ToolRecord
+    conn: AsyncConnection[Any],
+    *,
+    thread_id: str,
+    run_id: str,
+    attempt: int,
+    record: ToolRecord,
 ) -> None:
-    """Record one finished tool execution."""
+    """Record one finished tool execution of a run, named for ``record.actor`` (the agent, or
+    the caller who asked for the call directly)."""
     await conn.execute(
         "INSERT INTO audit_log (thread_id, run_id, kind, tool, tool_call_id, idempotency_key,"
-        " attempt, detail, actor) VALUES (%s, %s, 'tool', %s, %s, %s, %s, %s, 'agent')",
+        " attempt, detail, actor) VALUES (%s, %s, 'tool', %s, %s, %s, %s, %s, %s)",
         (
             thread_id,
             uuid.UUID(run_id),
@@ -68,6 +74,7 @@ async def record_tool(
                     }
                 )
             ),
+            record.actor,
         ),
     )
 

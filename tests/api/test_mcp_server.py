@@ -118,7 +118,7 @@ async def test_calls_run_the_tools_with_their_boundaries(
 
         unknown = await session.call_tool("rm_rf", {})
         assert unknown.is_error and "No tool" in text(unknown)
-    # Only the executed calls, under the caller's identity, outside any run.
+    # Every call that reached a tool or the policy, under the caller's identity, outside any run.
     files = (await http.get(f"/threads/{thread_id}/workspace/notes.txt")).text
     assert files == "hi mcp"
     audit = (await http.get(f"/threads/{thread_id}/audit")).json()
@@ -128,15 +128,18 @@ async def test_calls_run_the_tools_with_their_boundaries(
         ("read_file", True),
         ("read_file", False),
         ("read_file", False),
+        ("run_command", False),  # denied: refused, and audited as refused
     ]
     assert {e["actor"] for e in entries} == {"anonymous"}
     assert all(e["run_id"] is None and e["detail"]["via"] == "mcp" for e in entries)
     assert all(e["idempotency_key"].startswith(f"{thread_id}:mcp-") for e in entries)
 
 
-async def pending_interrupt(http: httpx.AsyncClient, thread_id: str) -> dict[str, Any]:
+async def pending_interrupt(
+    http: httpx.AsyncClient, thread_id: str, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     for _ in range(200):
-        state = (await http.get(f"/threads/{thread_id}/state")).json()
+        state = (await http.get(f"/threads/{thread_id}/state", headers=headers)).json()
         if state["interrupts"]:
             return dict(state["interrupts"][0])
         await asyncio.sleep(0.05)
@@ -185,11 +188,11 @@ async def test_an_ask_tool_waits_for_its_decision_and_runs_once(
         assert refused.is_error and "keep it" in text(refused)
     assert (await http.get(f"/threads/{thread_id}/workspace/notes.txt")).text == "bye"
     audit = (await http.get(f"/threads/{thread_id}/audit")).json()
-    assert [(e["kind"], e["tool"]) for e in audit] == [
-        ("tool", "write_file"),
-        ("decision", None),
-        ("tool", "edit_file"),
-        ("decision", None),
+    assert [(e["kind"], e["tool"], e["actor"]) for e in audit] == [
+        ("tool", "write_file", "anonymous"),
+        ("decision", None, "anonymous"),
+        ("tool", "edit_file", "anonymous"),  # the caller's call, not the agent's
+        ("decision", None, "anonymous"),
     ]
 
 
@@ -250,6 +253,19 @@ async def test_tenancy_and_the_default_policy(keys_server: ServerProcess, tmp_pa
         async with mcp_session(url, "2026-07-28", alice) as session:
             listed = await session.call_tool("list_files", {"path": "."})
             assert not listed.is_error, text(listed)
+            # write_file asks (the default policy): alice's call waits for, and gets, her approval.
+            call = asyncio.create_task(
+                session.call_tool("write_file", {"path": "a.txt", "content": "x"})
+            )
+            interrupt = await pending_interrupt(http, thread_id, alice)
+            approved = await http.post(
+                f"/threads/{thread_id}/approvals",
+                json={"interrupt_id": interrupt["id"], "decisions": [{"type": "approve"}]},
+                headers=alice,
+            )
+            assert approved.status_code == 200, approved.text
+            wrote = await asyncio.wait_for(call, 60)
+            assert not wrote.is_error, text(wrote)
         for mode in ("2026-07-28", "2025-11-25"):
             with pytest.raises(Exception):  # noqa: B017 - the SDK's error for an HTTP 404
                 async with mcp_session(url, mode, bob):
@@ -257,7 +273,11 @@ async def test_tenancy_and_the_default_policy(keys_server: ServerProcess, tmp_pa
         no_key = await http.post(f"/threads/{thread_id}/mcp", json={})
         assert no_key.status_code == 401
         audit = (await http.get(f"/threads/{thread_id}/audit", headers=alice)).json()
-        assert [(e["tool"], e["actor"]) for e in audit] == [("list_files", "alice")]
+        assert [(e["kind"], e["tool"], e["actor"]) for e in audit] == [
+            ("tool", "list_files", "alice"),
+            ("decision", None, "alice"),
+            ("tool", "write_file", "alice"),  # asked for by alice's MCP call
+        ]
 
         # /mcp runs as the caller: an interrupted run, approved over the normal API.
         async with mcp_session(f"{keys_server.url}/mcp", "2025-11-25", alice) as session:
