@@ -11,37 +11,41 @@ workspace (``{workspace}`` in its arguments), and stopped after it, so a per-thr
 no pool, and a server or a threadline process that dies takes nothing with it but that call.
 Each call carries its idempotency key in ``_meta`` (``threadline/idempotency_key``). The tools
 node's hooks give MCP calls the built-in tools' audit and their "a recorded call is not sent
-again" after a crash; a call cut off before its result was recorded is sent again with the same
-key, for a server to recognise.
+again" after a crash. A call that is not read-only is also journaled (:mod:`.mcp_journal`) from
+just before it is sent: an attempt after a crash that lost its result in between gets the
+journaled answer, or, when the answer never came, an error saying the outcome is unknown, and the
+call is not sent twice (a trusted server's ``idempotentHint`` tool is sent again, same key).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import tempfile
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any, TextIO, cast
+from pathlib import Path
+from typing import Any, cast
 
 import anyio
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_types import CallToolResult, RequestParamsMeta, TextContent, TextResourceContents, Tool
+from mcp_types import RequestParamsMeta, Tool
 
+from agent.tools import mcp_journal
 from agent.tools.base import ToolContext, ToolError, ToolSpec
-from agent.tools.mcp_config import McpServerConfig, with_workspace
+from agent.tools.mcp_client import (
+    connect,
+    failure_reason,
+    leaf_error,
+    list_remote_tools,
+    result_text,
+)
+from agent.tools.mcp_config import McpServerConfig
 from agent.tools.mcp_schema import McpArgs, args_model, tool_names
 
 logger = logging.getLogger(__name__)
 
 IDEMPOTENCY_META = "threadline/idempotency_key"
 """The ``_meta`` key of a call's idempotency key (``{thread_id}:{tool_call_id}``)."""
-MAX_PAGES = 100
 
 
 @dataclass(frozen=True)
@@ -87,105 +91,42 @@ class McpServerStatus:
         }
 
 
-def _leaf(err: BaseException) -> BaseException:
-    """The first real error inside (nested) exception groups."""
-    while isinstance(err, BaseExceptionGroup) and err.exceptions:
-        err = err.exceptions[0]
-    return err
-
-
-def _reason(err: BaseException, errlog: IO[str] | None) -> str:
-    leaf = _leaf(err)
-    text = str(leaf) or type(leaf).__name__
-    if errlog is not None:
-        errlog.seek(0)
-        tail = errlog.read()[-600:].strip()
-        if tail:
-            text += f" (server stderr: {tail})"
-    return text
-
-
-@asynccontextmanager
-async def connect(
-    config: McpServerConfig, workspace: str, errlog: IO[str], *, discovery: bool = False
-) -> AsyncIterator[Client]:
-    """A connected client of ``config``'s server, a stdio one started in ``workspace``."""
-    async with AsyncExitStack() as stack:
-        if config.command:
-            args = config.args
-            if discovery and config.discovery_args is not None:
-                args = config.discovery_args
-            params = StdioServerParameters(
-                command=config.command,
-                args=[with_workspace(a, workspace) for a in args],
-                env={k: with_workspace(v, workspace) for k, v in config.env.items()} or None,
-                cwd=with_workspace(config.cwd, workspace),
-            )
-            transport: Any = stdio_client(params, errlog=cast(TextIO, errlog))
-        else:
-            http = await stack.enter_async_context(
-                create_mcp_http_client(headers=dict(config.headers))
-            )
-            transport = streamable_http_client(str(config.url), http_client=http)
-        client = Client(transport, read_timeout_seconds=config.timeout, cache=None)
-        yield await stack.enter_async_context(client)
-
-
-async def list_remote_tools(config: McpServerConfig, workspace: str) -> list[Tool]:
-    """Every tool the server lists (all pages), within the server's timeout."""
-    with tempfile.TemporaryFile("w+") as errlog:
-        try:
-            with anyio.fail_after(config.timeout):
-                async with connect(config, workspace, errlog, discovery=True) as client:
-                    tools: list[Tool] = []
-                    cursor: str | None = None
-                    for _ in range(MAX_PAGES):
-                        page = await client.list_tools(cursor=cursor)
-                        tools.extend(page.tools)
-                        cursor = page.next_cursor
-                        if cursor is None:
-                            break
-                    return tools
-        except TimeoutError:
-            raise RuntimeError(f"no tool list within {config.timeout:g}s") from None
-        except Exception as err:
-            raise RuntimeError(_reason(err, errlog)) from None
-
-
-def result_text(result: CallToolResult) -> str:
-    """A call's text blocks (and embedded text resources), then its structured content."""
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif block.type == "resource" and isinstance(block.resource, TextResourceContents):
-            parts.append(block.resource.text)
-        else:
-            parts.append(f"[{block.type} content omitted]")
-    text = "\n".join(parts)
-    if result.structured_content is not None and not _same_json(text, result.structured_content):
-        structured = json.dumps(result.structured_content, ensure_ascii=False, default=str)
-        text = f"{text}\n{structured}" if text else structured
-    return text
-
-
-def _same_json(text: str, value: Any) -> bool:
-    """Whether ``text`` already is ``value`` as JSON (servers often send both)."""
-    try:
-        return bool(json.loads(text) == value)
-    except ValueError:
-        return False
-
-
 async def call_remote(
-    config: McpServerConfig, tool: str, arguments: Mapping[str, Any], ctx: ToolContext
+    config: McpServerConfig,
+    tool: str,
+    arguments: Mapping[str, Any],
+    ctx: ToolContext,
+    *,
+    journaled: bool = True,
+    resend: bool = False,
 ) -> str:
-    """One call of ``tool``; ToolError for a failed call, a timeout or a dead server."""
-    meta = cast(RequestParamsMeta, {IDEMPOTENCY_META: ctx.idempotency_key})
+    """One call of ``tool``; ToolError for a failed call, a timeout or a dead server.
+
+    ``journaled`` (calls that may change something): an earlier attempt of the same call that
+    reached the server is answered from :mod:`agent.tools.mcp_journal` and not sent again, unless
+    ``resend`` (the tool is idempotent) and the earlier attempt got no answer."""
+    key = ctx.idempotency_key
+    entry_key = mcp_journal.call_key(key, config.name, tool)
+    if journaled:
+        entry = await asyncio.to_thread(mcp_journal.read_entry, ctx.workspace, entry_key)
+        if entry is not None and entry.get("state") == mcp_journal.ANSWERED:
+            text = str(entry.get("text", ""))
+            if entry.get("ok"):
+                return text
+            raise ToolError(text or f"{tool} failed (the server gave no message)")
+        if entry is not None and not resend:
+            raise ToolError(
+                f"This call of {tool} was sent to MCP server {config.name!r} before threadline "
+                "restarted, and its answer was lost; it was not sent again, since it may already "
+                "have taken effect. Check its effect with a read-only tool before calling it again."
+            )
+    meta = cast(RequestParamsMeta, {IDEMPOTENCY_META: key})
     with tempfile.TemporaryFile("w+") as errlog:
         try:
             with anyio.fail_after(config.timeout):
                 async with connect(config, str(ctx.workspace), errlog) as client:
+                    if journaled:
+                        await _mark_sent(config, tool, ctx.workspace, entry_key)
                     result = await client.call_tool(tool, dict(arguments), meta=meta)
         except TimeoutError:
             raise ToolError(
@@ -193,22 +134,49 @@ async def call_remote(
                 "It may or may not have taken effect: check before calling it again."
             ) from None
         except Exception as err:
+            if isinstance(leaf_error(err), ToolError):
+                raise leaf_error(err) from None
             raise ToolError(
-                f"MCP server {config.name!r} failed on {tool}: {_reason(err, errlog)}. "
+                f"MCP server {config.name!r} failed on {tool}: {failure_reason(err, errlog)}. "
                 "Try other arguments or another tool."
             ) from None
     text = result_text(result)
-    if result.is_error:
-        raise ToolError(text or f"{tool} failed (the server gave no message)")
+    ok = not result.is_error
+    if not ok and not text:
+        text = f"{tool} failed (the server gave no message)"
+    if journaled:
+        try:
+            await asyncio.to_thread(
+                mcp_journal.mark_answered, ctx.workspace, entry_key, config.name, tool, ok, text
+            )
+        except OSError as err:  # the run's own record still gets the result
+            logger.warning("MCP journal: cannot record the answer to %s: %s", key, err)
+    if not ok:
+        raise ToolError(text)
     return text
+
+
+async def _mark_sent(config: McpServerConfig, tool: str, workspace: Path, key: str) -> None:
+    """Journal the call as sent, or refuse to send it: without the entry a restart could send
+    it twice."""
+    try:
+        await asyncio.to_thread(mcp_journal.mark_sent, workspace, key, config.name, tool)
+    except OSError as err:
+        raise ToolError(
+            f"{tool} of MCP server {config.name!r} was not sent: threadline cannot journal the "
+            f"call ({err}). Tell the operator."
+        ) from None
 
 
 def _spec(config: McpServerConfig, remote: Tool, name: str) -> McpToolSpec:
     hints = remote.annotations
     read_only = bool(config.trusted and hints is not None and hints.read_only_hint)
+    idempotent = bool(config.trusted and hints is not None and hints.idempotent_hint)
 
     async def run(ctx: ToolContext, args: McpArgs) -> str:
-        return await call_remote(config, remote.name, args.arguments(), ctx)
+        return await call_remote(
+            config, remote.name, args.arguments(), ctx, journaled=not read_only, resend=idempotent
+        )
 
     description = remote.description or remote.title or remote.name
     return McpToolSpec(
