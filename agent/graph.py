@@ -23,6 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy, Send
 
 from agent.limits import Limits, guard_reason
@@ -88,8 +89,12 @@ def build_graph(
     limits: Limits | None = None,
     tasks: TaskCatalog | None = None,
     sandbox: Sandbox | None = None,
+    store: BaseStore | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build and compile the agent graph; no side effects until it runs.
+
+    ``store``: long-term memory across threads (``get_store()`` in a node); the agent's own
+    behaviour does not depend on it.
 
     ``sandbox`` confines the acceptance checks (default: ``agent.tools.default_sandbox()``);
     the tools bring their own (``default_tools(sandbox=...)``).
@@ -159,4 +164,4 @@ def build_graph(
     builder.add_conditional_edges("agent", route_after_agent, ["tools", "review", "verify"])
     builder.add_conditional_edges("tools", route_after_tools, ["agent", "verify", END])
     builder.add_conditional_edges("verify", route_after_verify, ["agent", END])
-    return builder.compile(checkpointer=checkpointer, name="threadline-agent")
+    return builder.compile(checkpointer=checkpointer, store=store, name="threadline-agent")

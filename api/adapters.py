@@ -94,6 +94,15 @@ class GraphAdapter:
     def thread_deleted(self, thread_id: str) -> None:
         """Remove what the graph keeps of a deleted thread outside the checkpointer."""
 
+    def check_state_update(self, values: Any, as_node: str | None) -> str | None:
+        """Refuse a client's ``POST /threads/{id}/state`` (raise ``api.errors`` 4xx), or return
+        the node to write it as (the default: ``as_node`` as sent, LangGraph's semantics)."""
+        return as_node
+
+    def thread_copied(self, source: str, target: str) -> None:
+        """Copy what the graph keeps of thread ``source`` outside the checkpointer to ``target``
+        (``POST /threads/{id}/copy``; the checkpoints are copied already)."""
+
     def describe(self) -> dict[str, Any]:
         """What ``/info`` shows of this graph's policy and environment."""
         return {}

@@ -176,8 +176,9 @@ def next_channel_version(current: str | int | None) -> str:
     return f"{count + 1:0{VERSION_DIGITS}}.{random.getrandbits(32):08x}"
 
 
-async def prepare_schema(pool: Pool, saver: AsyncPostgresSaver) -> None:
-    """Migrations and the saver's ``setup()``, once across replicas starting together."""
+async def prepare_schema(pool: Pool, saver: AsyncPostgresSaver, store: Any = None) -> None:
+    """Migrations and the saver's (and the store's) ``setup()``, once across replicas starting
+    together."""
     async with pool.connection() as conn:
         # Polled, not waited for: a session blocked in pg_advisory_lock() is a running
         # transaction, and setup()'s CREATE INDEX CONCURRENTLY (on another connection) waits for
@@ -191,5 +192,7 @@ async def prepare_schema(pool: Pool, saver: AsyncPostgresSaver) -> None:
         try:
             await migrate(conn)
             await saver.setup()
+            if store is not None:
+                await store.setup()
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))

@@ -21,6 +21,7 @@ from api.auth.user import User
 from api.compaction import compact_thread
 from api.database import PooledSaver
 from api.hub import Hub
+from api.rollback import roll_back, rolled_back
 from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
 from api.runtime import Runtime
 from api.serde import to_jsonable
@@ -63,6 +64,13 @@ def auth_config(user: dict[str, Any] | None) -> dict[str, Any]:
         "langgraph_auth_user_id": who.identity,
         "langgraph_auth_permissions": list(who.permissions),
     }
+
+
+def _latest(config: RunnableConfig) -> RunnableConfig:
+    configurable = {
+        k: v for k, v in (config.get("configurable") or {}).items() if k != "checkpoint_id"
+    }
+    return cast(RunnableConfig, {**config, "configurable": configurable})
 
 
 @dataclass
@@ -128,6 +136,8 @@ class Executor:
             await emitter.emit("error", error)
             await self.finish(emitter, thread_id, "error", message)
             return
+        if undone := rolled_back(run["kwargs"]):
+            await roll_back(self.runtime.pool, thread_id, undone)
         started: MetadataEvent = {"run_id": run_id, "attempt": run["attempt"]}
         await emitter.emit("metadata", started)
         kwargs = run["kwargs"]
@@ -142,13 +152,16 @@ class Executor:
                 config,
                 stream_mode=cast(Any, graph_modes(kwargs.get("stream_mode") or ["values"])),
                 durability="sync",
+                interrupt_before=kwargs.get("interrupt_before"),
+                interrupt_after=kwargs.get("interrupt_after"),
             ):
                 if await dedupe.repeated(mode, chunk):
                     continue
                 if mode == "updates" and isinstance(chunk, dict):
                     chunk = {k: v for k, v in chunk.items() if k != "__metadata__"}
                 await emitter.emit(mode, chunk)
-            state = await graph.aget_state(config)
+            # The thread's latest state (not the checkpoint a fork started from).
+            state = await graph.aget_state(_latest(config))
         except LostRun:
             raise
         except Exception as err:
@@ -157,7 +170,9 @@ class Executor:
             await emitter.emit("error", failed)
             await self.finish(emitter, thread_id, "error", f"{type(err).__name__}: {err}")
             return
-        interrupted = bool(state.interrupts)
+        # A breakpoint (interrupt_before/after) pauses with tasks left and no interrupt value.
+        breakpoints = kwargs.get("interrupt_before") or kwargs.get("interrupt_after")
+        interrupted = bool(state.interrupts) or bool(breakpoints and state.next)
         if settings.checkpoint_retention == "latest" and not interrupted:
             await self._compact(graph, thread_id, state)
         await self.finish(

@@ -19,6 +19,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
+from langgraph.store.base import BaseStore
 
 
 class GraphConfigError(ValueError):
@@ -48,26 +49,31 @@ def load_attr(spec: str, base: Path) -> Any:
         raise GraphConfigError(f"{target} has no attribute {attr!r}") from None
 
 
-async def _resolve(obj: Any, saver: BaseCheckpointSaver[Any]) -> Pregel[Any, Any, Any, Any]:
+async def _resolve(
+    obj: Any, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> Pregel[Any, Any, Any, Any]:
     if isinstance(obj, StateGraph):
-        return obj.compile(checkpointer=saver)
+        return obj.compile(checkpointer=saver, store=store)
     if isinstance(obj, Pregel):
-        return obj.copy(update={"checkpointer": saver})
+        update: dict[str, Any] = {"checkpointer": saver}
+        if store is not None:
+            update["store"] = store
+        return obj.copy(update=update)
     if callable(obj):
         made = obj()
         if inspect.isawaitable(made):
             made = await made
         if isinstance(made, StateGraph | Pregel):
-            return await _resolve(made, saver)
+            return await _resolve(made, saver, store)
     raise GraphConfigError(
         f"{obj!r} is not a compiled graph, a StateGraph, or a factory returning one"
     )
 
 
 async def load_graphs(
-    config_file: Path, saver: BaseCheckpointSaver[Any]
+    config_file: Path, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
 ) -> dict[str, Pregel[Any, Any, Any, Any]]:
-    """Every graph the file names, compiled with ``saver``."""
+    """Every graph the file names, compiled with ``saver`` (and ``store``, long-term memory)."""
     try:
         data = json.loads(await asyncio.to_thread(config_file.read_text))
     except (OSError, json.JSONDecodeError) as err:
@@ -82,5 +88,5 @@ async def load_graphs(
     for graph_id, spec in graphs.items():
         if isinstance(spec, dict):
             spec = spec.get("path", "")
-        out[graph_id] = await _resolve(load_attr(str(spec), base), saver)
+        out[graph_id] = await _resolve(load_attr(str(spec), base), saver, store)
     return out

@@ -13,6 +13,7 @@ from api.builtin_agent import BUILTIN_ASSISTANT
 from api.graphs import load_graphs
 from api.hub import Hub
 from api.runtime import Runtime, open_runtime
+from api.scheduler import Scheduler
 from api.service import Service
 from api.settings import Settings
 from api.worker import Workers
@@ -22,7 +23,7 @@ async def add_config_graphs(runtime: Runtime, settings: Settings) -> None:
     """The graphs of ``THREADLINE_CONFIG``, beside the built-in agent."""
     if not settings.config:
         return
-    extra = await load_graphs(settings.config, runtime.saver)
+    extra = await load_graphs(settings.config, runtime.saver, runtime.store)
     if BUILTIN_ASSISTANT in extra:
         raise ValueError(
             f"{settings.config} defines a graph named {BUILTIN_ASSISTANT!r}, which is the "
@@ -40,7 +41,7 @@ async def open_service(
     workers: bool = True,
 ) -> AsyncIterator[Service]:
     """A started service. ``runtime``: use an open one (the caller closes it); ``workers``
-    False: runs are queued but nothing here executes them."""
+    False: runs are queued but nothing here executes them, and no schedule fires."""
     async with AsyncExitStack() as stack:
         if runtime is None:
             runtime = await stack.enter_async_context(open_runtime(settings))
@@ -53,4 +54,7 @@ async def open_service(
             service.workers = Workers(runtime=runtime, hub=hub)
             await service.workers.start()
             stack.push_async_callback(service.workers.stop)
+            scheduler = Scheduler(runtime.pool, hub, settings.cron_poll_seconds)
+            await scheduler.start()
+            stack.push_async_callback(scheduler.stop)
         yield service

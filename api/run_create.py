@@ -4,21 +4,39 @@ one transaction that checks for active runs, creates the thread if asked, and in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
 from api.adapters import RunRequest, check_private_config
 from api.auth.context import caller
 from api.errors import Conflict, Invalid, NotFound
+from api.run_events import end_event
 from api.schemas import RunCreate
-from api.store import audit, runs, threads
+from api.store import audit, events, runs, threads
 
 if TYPE_CHECKING:
     from api.service import Service
 
 
-async def create_run(svc: Service, thread_id: str, body: RunCreate) -> dict[str, Any]:
+MAX_TRIES = 5
+"""Times a run with ``multitask_strategy`` interrupt or rollback cancels what was queued while
+it was cancelling, before it gives up (409)."""
+
+
+class _CancelFirst(Exception):
+    """Active runs no cancel was requested for: cancel them, then queue again."""
+
+
+async def create_run(
+    svc: Service,
+    thread_id: str,
+    body: RunCreate,
+    *,
+    threadless: bool = False,
+    _stopped: list[str] | None = None,
+    _tries: int = 0,
+) -> dict[str, Any]:
     """Validate, then queue the run in one transaction with the check for active runs.
 
     A resume records each answered interrupt in ``approvals`` in that transaction: a second
@@ -36,6 +54,11 @@ async def create_run(svc: Service, thread_id: str, body: RunCreate) -> dict[str,
         "stream_mode": body.modes(),
         "on_disconnect": body.on_disconnect,
     }
+    if threadless:
+        kwargs["on_completion"] = body.on_completion  # api.ephemeral removes the thread
+    for key in ("interrupt_before", "interrupt_after"):
+        if (nodes := _breakpoints(svc, body, key)) is not None:
+            kwargs[key] = nodes
     if start := await _start_checkpoint(svc, thread_id, body, exists):
         kwargs["checkpoint"] = start
     if svc.access.enabled:
@@ -50,62 +73,124 @@ async def create_run(svc: Service, thread_id: str, body: RunCreate) -> dict[str,
     answers: dict[str, Any] = {}
     if body.command and body.command.resume is not None:
         answers = await svc.check_resume(thread_id, body.assistant_id, body.command.resume)
-    async with svc.pool.connection() as conn, conn.transaction():
-        active = await runs.lock_thread(conn, thread_id)
-        if active is None:
-            if exists or body.if_not_exists != "create":
-                raise NotFound(
-                    f"No thread {thread_id!r}. Create it with POST /threads, or send "
-                    '"if_not_exists": "create".'
-                )
-            value: dict[str, Any] = {"thread_id": thread_id, "metadata": {}}
-            await svc.scope("create", value)
-            owner = svc.access.owner_of_new(user)
-            if await threads.create(conn, thread_id, value["metadata"], owner) is None:
-                raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.")
-            active = []
-        if answers:
-            # Before the active-run check: a concurrent second answer would otherwise be told
-            # to wait for (or enqueue behind) the run its twin just started.
-            await _refuse_answered(conn, thread_id, list(answers))
-        if active and body.multitask_strategy == "reject":
-            raise Conflict(
-                f"Thread {thread_id!r} already has an active run ({active[0]['run_id']}, "
-                f"{active[0]['status']}). Wait for it "
-                f"(GET .../runs/{active[0]['run_id']}/join), "
-                'cancel it, or send "multitask_strategy": "enqueue".'
-            )
-        run = await runs.insert(
-            conn,
-            thread_id=thread_id,
-            assistant_id=body.assistant_id,
-            kwargs=kwargs,
-            metadata=body.metadata,
-            multitask_strategy=body.multitask_strategy,
-        )
-        await threads.label_graph(conn, thread_id, body.assistant_id)
-        for interrupt_id, closing in superseded.items():
-            # A new message closes the pending approvals as rejected; the agent gives the
-            # model a tool message for each. Already answered (a racing resume): kept.
-            await audit.record_decision(
-                conn,
-                thread_id,
-                interrupt_id,
-                closing,
-                run["run_id"],
-                actor,
-            )
-        for interrupt_id, answer in answers.items():
-            if not await audit.record_decision(
-                conn, thread_id, interrupt_id, answer, run["run_id"], actor
-            ):
+    stopped = list(_stopped or [])
+    if exists and body.multitask_strategy in ("interrupt", "rollback"):
+        async with svc.pool.connection() as conn:
+            for run_id in await runs.active_ids(conn, thread_id, uncancelled=True):
+                if cancelled := await _cancel(conn, run_id):
+                    stopped.append(cancelled)
+    try:
+        async with svc.pool.connection() as conn, conn.transaction():
+            active = await runs.lock_thread(conn, thread_id)
+            if active is None:
+                if exists or body.if_not_exists != "create":
+                    raise NotFound(
+                        f"No thread {thread_id!r}. Create it with POST /threads, or send "
+                        '"if_not_exists": "create".'
+                    )
+                value: dict[str, Any] = {"thread_id": thread_id, "metadata": {}}
+                await svc.scope("create", value)
+                owner = svc.access.owner_of_new(user)
+                if await threads.create(conn, thread_id, value["metadata"], owner) is None:
+                    raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.")
+                active = []
+            if answers:
+                # Before the active-run check: a concurrent second answer would otherwise be told
+                # to wait for (or enqueue behind) the run its twin just started.
+                await _refuse_answered(conn, thread_id, list(answers))
+            if body.multitask_strategy in ("interrupt", "rollback"):
+                # Cancelled (above, through the usual machinery) before this transaction; the
+                # claim starts the new run only once they stopped (one run per thread, oldest
+                # first). A rollback's new run removes them and their checkpoints when it
+                # starts (``api.rollback``).
+                if await runs.active_ids(conn, thread_id, uncancelled=True):
+                    raise _CancelFirst
+                gone = list(dict.fromkeys(stopped + [a["run_id"] for a in active]))
+                # What a cancelled rollback was to remove, this run removes.
+                undo = await runs.rollbacks_of(conn, gone) if gone else []
+                if body.multitask_strategy == "rollback":
+                    undo = gone + undo
+                if undo:
+                    kwargs["rollback"] = list(dict.fromkeys(undo))
+                active = []
+            if active and body.multitask_strategy == "reject":
                 raise Conflict(
-                    f"Interrupt {interrupt_id} was already answered; a decision is applied "
-                    f"once. GET /threads/{thread_id}/state shows what is pending now."
+                    f"Thread {thread_id!r} already has an active run ({active[0]['run_id']}, "
+                    f"{active[0]['status']}). Wait for it "
+                    f"(GET .../runs/{active[0]['run_id']}/join), "
+                    'cancel it, or send "multitask_strategy": "enqueue".'
                 )
+            run = await runs.insert(
+                conn,
+                thread_id=thread_id,
+                assistant_id=body.assistant_id,
+                kwargs=kwargs,
+                metadata=body.metadata,
+                multitask_strategy=body.multitask_strategy,
+            )
+            await threads.label_graph(conn, thread_id, body.assistant_id)
+            for interrupt_id, closing in superseded.items():
+                # A new message closes the pending approvals as rejected; the agent gives the
+                # model a tool message for each. Already answered (a racing resume): kept.
+                await audit.record_decision(
+                    conn,
+                    thread_id,
+                    interrupt_id,
+                    closing,
+                    run["run_id"],
+                    actor,
+                )
+            for interrupt_id, answer in answers.items():
+                if not await audit.record_decision(
+                    conn, thread_id, interrupt_id, answer, run["run_id"], actor
+                ):
+                    raise Conflict(
+                        f"Interrupt {interrupt_id} was already answered; a decision is applied "
+                        f"once. GET /threads/{thread_id}/state shows what is pending now."
+                    )
+    except _CancelFirst:
+        # A run was queued meanwhile (a racing interrupt or rollback): cancel it too, outside
+        # the thread's lock (a worker finishing a run locks the run, then the thread).
+        if _tries >= MAX_TRIES:
+            raise Conflict(
+                f"Runs kept being queued on thread {thread_id!r} while this one cancelled "
+                "them; send it again."
+            ) from None
+        return await create_run(
+            svc, thread_id, body, threadless=threadless, _stopped=stopped, _tries=_tries + 1
+        )
     # Wake this process's claim loop now rather than when the notification comes back.
     svc.hub.runs_changed.set()
     return run
+
+
+def _breakpoints(svc: Service, body: RunCreate, key: str) -> list[str] | str | None:
+    """``interrupt_before`` / ``interrupt_after``: ``"*"`` or nodes the graph has (422)."""
+    nodes = getattr(body, key)
+    if nodes is None or nodes == "*":
+        return cast("str | None", nodes)
+    known = [n for n in svc.graph(body.assistant_id).nodes if n != "__start__"]
+    unknown = sorted(set(nodes) - set(known))
+    if unknown:
+        raise Invalid(
+            f"{key} names {unknown}, which assistant {body.assistant_id!r} does not have; "
+            f'use its nodes ({", ".join(known)}) or "*"'
+        )
+    return list(dict.fromkeys(nodes))
+
+
+async def _cancel(conn: Any, run_id: str) -> str | None:
+    """Cancel one active run as ``POST .../cancel`` does (its id, or None if it ended)."""
+    async with conn.transaction():
+        cancelled = await runs.request_cancel(conn, run_id)
+        if cancelled is None:
+            return None
+        if cancelled["status"] == "interrupted":  # never claimed: no worker ends its stream
+            end = end_event(run_id, "interrupted", cancelled["error"])
+            await events.append_unfenced(
+                conn, run_id, "end", orjson.dumps(end).decode(), cancelled["attempt"]
+            )
+    return str(cancelled["run_id"])
 
 
 async def _start_checkpoint(

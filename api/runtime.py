@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.pregel import Pregel
+from langgraph.store.base import BaseStore
 
 from api.adapters import DEFAULT, GraphAdapter
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.database import Database, Pool, PooledSaver, open_pool, prepare_schema, resolve_database
+from api.memory import open_store
 from api.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -32,6 +34,8 @@ class Runtime:
     pool: Pool
     saver: PooledSaver
     graphs: dict[str, Pregel[Any, Any, Any, Any]] = field(default_factory=dict)
+    store: BaseStore | None = None
+    """Long-term memory (``api.memory``): given to every graph, behind the ``/store`` routes."""
     adapters: dict[str, GraphAdapter] = field(default_factory=dict)
     """How the service treats each graph beyond LangGraph's semantics (``api.adapters``); a
     graph without one gets the default."""
@@ -47,11 +51,14 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
 
     database = await resolve_database(settings.database_url, settings.data_dir)
     logger.info("database: %s", database.mode)
-    async with open_pool(database.url, max_size=settings.pool_max_size) as pool:
+    async with (
+        open_pool(database.url, max_size=settings.pool_max_size) as pool,
+        open_store(pool) as store,
+    ):
         saver = PooledSaver(pool, concurrency=saver_concurrency(settings.pool_max_size))
-        await prepare_schema(pool, saver)
-        runtime = Runtime(settings=settings, database=database, pool=pool, saver=saver)
-        graph, adapter = await open_agent(settings, saver)
+        await prepare_schema(pool, saver, store)
+        runtime = Runtime(settings=settings, database=database, pool=pool, saver=saver, store=store)
+        graph, adapter = await open_agent(settings, saver, store)
         runtime.graphs[BUILTIN_ASSISTANT] = graph
         runtime.adapters[BUILTIN_ASSISTANT] = adapter
         yield runtime

@@ -13,7 +13,10 @@ from api.validation import MAX_ID_LENGTH, METADATA_MAX_BYTES, METADATA_MAX_DEPTH
 RunStatus = Literal["pending", "running", "success", "error", "interrupted", "timeout"]
 StreamMode = Literal["values", "updates", "custom", "messages", "messages-tuple", "events", "debug"]
 """The LangGraph stream modes a client may name; only ``SUPPORTED_MODES`` are served."""
-SUPPORTED_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
+SUPPORTED_MODES = ("values", "updates", "custom", "messages", "messages-tuple", "events")
+"""``messages``: LangGraph Server's ``messages/metadata``, ``messages/partial`` and
+``messages/complete`` events; ``messages-tuple``: LangGraph's (chunk, metadata) tuples as
+``messages`` events; ``events``: a subset of ``astream_events`` v2 (``api.messages_mode``)."""
 
 
 def _supported(value: str | list[str]) -> str | list[str]:
@@ -95,6 +98,14 @@ class RunCheckpoint(Lenient):
     thread_id: Id | None = None
 
 
+NodeNames = Annotated[
+    Literal["*"]
+    | Annotated[list[Annotated[str, Field(max_length=MAX_ID_LENGTH)]], Field(max_length=1000)]
+    | None,
+    Field(description='Node names of the graph, or "*" for every node.'),
+]
+
+
 class RunCreate(Lenient):
     """Run-create body (``POST /threads/{thread_id}/runs``, ``/runs/stream``, ``/runs/wait``)."""
 
@@ -114,13 +125,22 @@ class RunCreate(Lenient):
         WithJsonSchema(
             {
                 "type": "string",
-                "enum": ["reject", "enqueue"],
-                "description": "While a run is active: 409, or queue behind it.",
+                "enum": ["reject", "enqueue", "interrupt", "rollback"],
+                "description": "While a run is active: 409 (reject), queue behind it "
+                "(enqueue), cancel it and queue behind it (interrupt), or cancel it, remove "
+                "it and its checkpoints once it stopped, and queue behind it (rollback).",
             }
         ),
     ] = "reject"
     on_disconnect: Literal["cancel", "continue"] = "continue"
     if_not_exists: Literal["reject", "create"] = "reject"
+    interrupt_before: NodeNames = None
+    """Pause before these nodes run (LangGraph's static breakpoints); checked against the graph."""
+    interrupt_after: NodeNames = None
+    """Pause after these nodes ran."""
+    on_completion: Literal["delete", "keep"] = "delete"
+    """Threadless runs (``POST /runs``): remove the thread created for the run once it ended
+    (``delete``) or keep it; ignored for a thread's runs."""
     checkpoint: RunCheckpoint | None = None
     """Start from this checkpoint of the thread instead of its latest (a fork: the UI's
     regenerate and edit-message). A resume must name the latest one (or none)."""
@@ -135,11 +155,6 @@ class RunCreate(Lenient):
             self.checkpoint = RunCheckpoint(checkpoint_id=self.checkpoint_id)
         if self.input is not None and self.command is not None:
             raise ValueError("send either 'input' or 'command', not both")
-        if self.multitask_strategy in ("interrupt", "rollback"):
-            raise ValueError(
-                f"multitask_strategy {self.multitask_strategy!r} is not supported; "
-                "use 'reject' (409 while a run is active) or 'enqueue'"
-            )
         return self
 
     def modes(self) -> list[str]:

@@ -114,6 +114,10 @@ class Service:
                 limit=body.limit,
                 offset=body.offset,
                 scope=scope.where("t"),
+                values=getattr(body, "values", None),
+                ids=getattr(body, "ids", None),
+                sort_by=getattr(body, "sort_by", None),
+                sort_order=getattr(body, "sort_order", None),
             )
 
     def thread_config(self, thread_id: str, checkpoint: dict[str, Any] | None = None) -> Any:
@@ -126,17 +130,24 @@ class Service:
         return await graph.aget_state(self.thread_config(thread_id))
 
     async def assistant_of(self, thread_id: str) -> str:
-        """The assistant of the thread's latest run (the built-in agent before any)."""
+        """The assistant of the thread's latest run, else the one its metadata names (a copy's),
+        else the built-in agent."""
         async with self.pool.connection() as conn:
-            return await runs.latest_assistant(conn, thread_id) or BUILTIN_ASSISTANT
+            found = await runs.latest_assistant(conn, thread_id)
+            if found is None:
+                found = await threads.labelled_assistant(conn, thread_id)
+        return found if found in self.runtime.graphs else BUILTIN_ASSISTANT
 
     # -- runs ----------------------------------------------------------------------------------
 
-    async def create_run(self, thread_id: str, body: RunCreate) -> dict[str, Any]:
-        """Validate, then queue the run (``api.run_create``)."""
+    async def create_run(
+        self, thread_id: str, body: RunCreate, *, threadless: bool = False
+    ) -> dict[str, Any]:
+        """Validate, then queue the run (``api.run_create``); ``threadless``: on a new thread
+        made for it, removed after it unless ``on_completion`` is ``keep``."""
         from api.run_create import create_run
 
-        return await create_run(self, thread_id, body)
+        return await create_run(self, thread_id, body, threadless=threadless)
 
     async def check_resume(self, thread_id: str, assistant_id: str, resume: Any) -> dict[str, Any]:
         """A resume must answer pending interrupts (409 otherwise, naming the pending ids).

@@ -54,11 +54,19 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = Field(2.0, gt=0)
     poll_seconds: float = Field(1.0, gt=0)
     """How often idle workers look for runs when no notification wakes them."""
+    cron_poll_seconds: float = Field(1.0, gt=0, le=60)
+    """How often each process's scheduler looks for due schedules (``api.scheduler``)."""
+    cron_min_interval_seconds: float = Field(60.0, ge=1)
+    """The shortest time between two due times of one schedule; below 60, 6-field expressions
+    (seconds first) are accepted."""
     max_attempts: int = Field(3, ge=1, le=100)
     """Attempts in a row that save no new checkpoint (their process died or their lease ran out
     each time) before a run ends in error; an attempt that saved one starts the count again."""
     shutdown_grace_seconds: float = Field(10.0, ge=0)
     """On SIGTERM, how long running runs get to reach a checkpoint before they are handed back."""
+    threadless_grace_seconds: float = Field(30.0, ge=0)
+    """How long the thread of a finished threadless run (``on_completion: delete``) stays, for
+    clients still reading its stream or values, before it is removed (``api.ephemeral``)."""
     max_body_bytes: int = Field(1_048_576, ge=1024)
     """Largest request body accepted (413 above it)."""
     checkpoint_retention: Literal["all", "latest"] = "all"

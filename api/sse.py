@@ -10,6 +10,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.database import Pool
 from api.hub import Hub, Subscription
+from api.messages_mode import MessagesTranslator, derives
 from api.store import events
 from api.stream_modes import event_names
 
@@ -35,7 +36,9 @@ async def run_events(
     modes: Iterable[str],
 ) -> AsyncIterator[ServerSentEvent]:
     """Every stored event after ``after`` in order, then live ones, until ``end``."""
+    modes = list(modes)
     names = wanted(modes)
+    translator = MessagesTranslator(modes) if derives(modes) else None
     last = after
     first = True
     resumed_past_end = after > 0  # checked on the first read only
@@ -55,9 +58,21 @@ async def run_events(
                         rows = await events.end_at_or_before(conn, run_id, last)
                 resumed_past_end = False
                 read = False
+            if translator is not None and after > 0:
+                await _replay_before(pool, run_id, after, translator)
+                after = 0
             for row in rows:
                 last = row["seq"]
-                if row["event"] in names:
+                if translator is not None and row["event"] == "messages":
+                    for event, data in translator.feed(row["data"]):
+                        yield ServerSentEvent(
+                            data=data,
+                            event=event,
+                            id=str(row["seq"]),
+                            retry=RETRY_MS if first else None,
+                        )
+                        first = False
+                elif row["event"] in names:
                     yield ServerSentEvent(
                         data=row["data"],
                         event=row["event"],
@@ -74,6 +89,24 @@ async def run_events(
                     read = True  # a lost notification costs this much latency, never an event
     finally:
         hub.unsubscribe(run_id, waiter)
+
+
+async def _replay_before(
+    pool: Pool, run_id: str, after: int, translator: MessagesTranslator
+) -> None:
+    """Rebuild the accumulated messages a reader resuming after ``after`` already has."""
+    seen = 0
+    while seen < after:
+        async with pool.connection() as conn:
+            rows = await events.read(conn, run_id, seen)
+        for row in rows:
+            if row["seq"] > after:
+                return
+            if row["event"] == "messages":
+                translator.replay(row["data"])
+            seen = row["seq"]
+        if not rows:
+            return
 
 
 def _take_contiguous(waiter: Subscription, last: int) -> list[dict[str, Any]]:

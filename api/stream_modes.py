@@ -8,8 +8,9 @@ from typing import Any
 
 def event_names(modes: Iterable[str]) -> set[str]:
     """LangGraph stream modes (and SSE event names) for requested ``stream_mode`` values:
-    ``messages-tuple`` is LangGraph's ``messages`` mode, sent as ``messages`` events."""
-    return {"messages" if m in ("messages", "messages-tuple") else m for m in modes}
+    ``messages-tuple``, ``messages`` and ``events`` are all LangGraph's ``messages`` mode, stored
+    as ``messages`` events (``api.messages_mode`` derives what the last two send)."""
+    return {"messages" if m in ("messages", "messages-tuple", "events") else m for m in modes}
 
 
 def is_cached(data: Any) -> bool:

@@ -30,6 +30,7 @@ class ThreadPatch(Lenient):
     """Merged into the thread's (top-level keys replace); the result keeps the same limits."""
 
 
+ThreadSortBy = Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"]
 ThreadField = Literal[
     "thread_id",
     "created_at",
@@ -49,6 +50,22 @@ class ThreadSearch(Lenient):
     offset: Offset = 0
     select: list[ThreadField] | None = None
     """Only these fields of each thread (the SDK's ``select``): leave ``values`` out of a list."""
+    values: Metadata | None = None
+    """Threads whose last known values contain these."""
+    ids: list[ThreadIdStr] | None = Field(None, max_length=1000)
+    """Only these threads."""
+    sort_by: ThreadSortBy | None = None
+    """Default ``created_at`` (``state_updated_at`` sorts by ``updated_at``)."""
+    sort_order: Literal["asc", "desc"] | None = None
+    """Default ``desc``."""
+
+
+class ThreadCount(Lenient):
+    """``POST /threads/count``: the filters of ``POST /threads/search``."""
+
+    metadata: Metadata | None = None
+    values: Metadata | None = None
+    status: ThreadStatus | None = None
 
 
 class ThreadPrune(Lenient):
@@ -70,6 +87,30 @@ class HistoryQuery(Lenient):
     limit: int = Field(10, ge=1, le=1000)
     before: CheckpointRef | Id | None = None
     """Checkpoints older than this one: its id, or the checkpoint object the SDK sends."""
+    metadata: Metadata | None = None
+    """Checkpoints whose metadata contains this (``{"source": "update"}``, ``{"step": 2}``)."""
+    checkpoint: CheckpointRef | None = None
+    """This checkpoint only (LangGraph's ``config`` of the history: an exact checkpoint id;
+    without an id, the namespace's checkpoints)."""
+
+
+class StateAt(Lenient):
+    """``POST /threads/{id}/state/checkpoint``: the state at this checkpoint."""
+
+    checkpoint: CheckpointRef
+    subgraphs: bool = False
+
+
+class StateUpdate(Lenient):
+    """``POST /threads/{id}/state``: ``graph.update_state`` as LangGraph Server does it."""
+
+    values: dict[str, Any] | list[Any] | None = None
+    as_node: Id | None = None
+    """The node the update is written as (what runs next follows from it)."""
+    checkpoint: CheckpointRef | None = None
+    """Fork from this checkpoint instead of the latest."""
+    checkpoint_id: Id | None = None
+    """The same, by id only (the SDKs' deprecated form)."""
 
 
 class Thread(BaseModel):
@@ -139,3 +180,9 @@ class WorkspaceEntry(BaseModel):
 
 class WorkspaceListing(BaseModel):
     files: list[WorkspaceEntry]
+
+
+class StateUpdated(BaseModel):
+    """What ``POST /threads/{id}/state`` returns: the checkpoint it wrote."""
+
+    checkpoint: CheckpointOut

@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.ephemeral import sweep_loop
 from api.execution import Executor
 from api.hub import Hub
 from api.runtime import Runtime
@@ -93,6 +94,7 @@ class Workers:
         self._loops = [
             asyncio.create_task(self._claim_loop(), name="threadline-claim"),
             asyncio.create_task(self._heartbeat_loop(), name="threadline-heartbeat"),
+            asyncio.create_task(sweep_loop(self.runtime), name="threadline-threadless"),
         ]
 
     async def stop(self) -> None:

@@ -20,6 +20,7 @@ from agent.policy import ApprovalPolicy
 from agent.tasks import TaskCatalog
 from agent.tools import Sandbox, ToolSpec, workspace_dir
 from agent.tools.mcp import McpServerStatus
+from agent.tools.mcp_journal import journal_dir
 from api.adapters import GraphAdapter, RunHooks, RunRequest, ToolRecord
 from api.builtin_agent import checks
 from api.settings import Settings
@@ -102,7 +103,20 @@ class BuiltinAgent(GraphAdapter):
 
     def thread_deleted(self, thread_id: str) -> None:
         with contextlib.suppress(ValueError):  # an id that cannot name a workspace never had one
-            shutil.rmtree(workspace_dir(self.settings.data_dir, thread_id), ignore_errors=True)
+            workspace = workspace_dir(self.settings.data_dir, thread_id)
+            shutil.rmtree(workspace, ignore_errors=True)
+            # The journal of MCP calls sent from it (agent.tools.mcp_journal), kept beside it.
+            shutil.rmtree(journal_dir(workspace), ignore_errors=True)
+
+    def check_state_update(self, values: Any, as_node: str | None) -> str | None:
+        return checks.check_state_update(values, as_node)
+
+    def thread_copied(self, source: str, target: str) -> None:
+        with contextlib.suppress(ValueError):  # an id that cannot name a workspace never had one
+            src = workspace_dir(self.settings.data_dir, source)
+            if src.is_dir():
+                dst = workspace_dir(self.settings.data_dir, target)
+                shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
 
     def describe(self) -> dict[str, Any]:
         return {

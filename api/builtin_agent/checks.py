@@ -152,6 +152,33 @@ def check_command(command: Mapping[str, Any] | None) -> None:
         )
 
 
+STATE_NODES = ("agent",)
+"""What ``POST /threads/{id}/state`` may write the agent's messages as: the agent itself, so what
+runs next follows the agent's own routing, which puts every tool call through the policy."""
+
+
+def check_state_update(values: Any, as_node: str | None) -> str:
+    """A state update writes only messages (as ``command.update`` does), as the ``agent``."""
+    if not isinstance(values, dict) or not values:
+        raise Invalid(
+            'values for the agent is an object with only "messages", such as '
+            '{"messages": [{"role": "user", "content": "..."}]}'
+        )
+    extra = sorted(set(values) - set(UPDATE_KEYS))
+    if extra:
+        raise Invalid(
+            f"values cannot write {extra}: the agent's control fields are written by its own "
+            f"nodes. A state update may write only {', '.join(UPDATE_KEYS)}."
+        )
+    if as_node is not None and as_node not in STATE_NODES:
+        raise Invalid(
+            f"as_node {as_node!r} is not allowed for the agent: its tools and its acceptance "
+            f"check run only what the agent decided. Use {', '.join(STATE_NODES)} or leave "
+            "as_node out."
+        )
+    return STATE_NODES[0]
+
+
 def check_run_policy(
     config: Mapping[str, Any] | None,
     *,

@@ -9,6 +9,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
 
 from agent import ApprovalPolicy, build_graph
 from agent.models import OfflineChatModel
@@ -111,6 +112,7 @@ def build_agent(
     tasks: TaskCatalog | None = None,
     sandbox: Sandbox | None = None,
     extra_tools: Sequence[ToolSpec] = (),
+    store: BaseStore | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The built-in agent, wired from settings; ``extra_tools`` (the MCP servers') after the
     built-in ones."""
@@ -124,11 +126,12 @@ def build_agent(
         limits=settings.limits,
         tasks=tasks or task_catalog(settings),
         sandbox=sandbox,
+        store=store,
     )
 
 
 async def open_agent(
-    settings: Settings, saver: PooledSaver
+    settings: Settings, saver: PooledSaver, store: BaseStore | None = None
 ) -> tuple[CompiledStateGraph[Any, Any, Any, Any], BuiltinAgent]:
     """The built-in agent's graph and its adapter, sharing one probed sandbox and catalog, and
     the tools the external MCP servers listed."""
@@ -145,4 +148,5 @@ async def open_agent(
         sandbox=sandbox,
         mcp_servers=servers,
     )
-    return build_agent(settings, saver, tasks, sandbox=sandbox, extra_tools=remote), adapter
+    graph = build_agent(settings, saver, tasks, sandbox=sandbox, extra_tools=remote, store=store)
+    return graph, adapter

@@ -257,6 +257,13 @@ async def join_thread_stream(
     status_code=202,
     responses=responses(404, 409, 422),
 )
-async def cancel_run(thread_id: ThreadId, run_id: RunId, svc: ServiceDep) -> Any:
-    """Cancel a pending or running run (409 when it already finished)."""
-    return await svc.cancel(thread_id, run_id)
+async def cancel_run(
+    thread_id: ThreadId, run_id: RunId, svc: ServiceDep, wait: bool = Query(False)
+) -> Any:
+    """Cancel a pending or running run (409 when it already finished); ``wait=true`` answers
+    once it stopped."""
+    cancelled = await svc.cancel(thread_id, run_id)
+    if not wait:
+        return cancelled
+    await svc.wait_for_end(run_id)
+    return await svc.refreshed_run(thread_id, run_id)

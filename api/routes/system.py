@@ -8,9 +8,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from api.deps import ServiceDep
-from api.errors import responses
-from api.system_schemas import Assistant, Health, Info
-from api.validation import AssistantId, CheckedRoute
+from api.system_schemas import Health, Info
+from api.validation import CheckedRoute
 
 router = APIRouter(tags=["system"], route_class=CheckedRoute)
 
@@ -42,29 +41,3 @@ async def info(svc: ServiceDep) -> Any:
     for adapter in rt.adapters.values():  # the built-in agent's sandbox and approval policy
         out.update(adapter.describe())
     return out
-
-
-@router.post("/assistants/search", response_model=list[Assistant], responses=responses(403))
-async def search_assistants(svc: ServiceDep) -> Any:
-    """The served graphs, as assistants (one per graph, id = graph id)."""
-    await svc.authorize("assistants", "search", {"metadata": {}, "limit": 10, "offset": 0})
-    return [
-        {"assistant_id": gid, "graph_id": gid, "name": gid, "config": {}, "metadata": {}}
-        for gid in sorted(svc.runtime.graphs)
-    ]
-
-
-@router.get(
-    "/assistants/{assistant_id}", response_model=Assistant, responses=responses(403, 404, 422)
-)
-async def get_assistant(assistant_id: AssistantId, svc: ServiceDep) -> Any:
-    """One served graph, as an assistant."""
-    svc.graph(assistant_id)
-    await svc.authorize("assistants", "read", {"assistant_id": assistant_id})
-    return {
-        "assistant_id": assistant_id,
-        "graph_id": assistant_id,
-        "name": assistant_id,
-        "config": {},
-        "metadata": {},
-    }

@@ -183,7 +183,8 @@ async def get_state(thread_id: ThreadId, svc: ServiceDep) -> Any:
     responses={200: {"model": list[ThreadState]}, **responses(404, 413, 422)},
 )
 async def get_history(thread_id: ThreadId, body: HistoryQuery, svc: ServiceDep) -> Any:
-    """Checkpoints, newest first."""
+    """Checkpoints, newest first: ``limit``, ``before`` one, those whose metadata contains
+    ``metadata``, or only ``checkpoint``."""
     await svc.thread(thread_id)
     graph = svc.graph(await svc.assistant_of(thread_id))
     before = None
@@ -191,9 +192,17 @@ async def get_history(thread_id: ThreadId, body: HistoryQuery, svc: ServiceDep) 
         before = {"configurable": body.before.model_dump(exclude_none=True)}
     elif isinstance(body.before, str):
         before = {"configurable": {"thread_id": thread_id, "checkpoint_id": body.before}}
+    at = body.checkpoint.model_dump(exclude_none=True) if body.checkpoint else {}
+    at.pop("thread_id", None)
     out = []
-    async for snap in graph.aget_state_history(
-        svc.thread_config(thread_id), limit=body.limit, before=cast(Any, before)
-    ):
-        out.append(state_out(snap))
+    try:
+        async for snap in graph.aget_state_history(
+            svc.thread_config(thread_id, at),
+            limit=body.limit,
+            before=cast(Any, before),
+            filter=body.metadata or None,
+        ):
+            out.append(state_out(snap))
+    except ValueError as err:  # e.g. a checkpoint_ns that names no subgraph
+        raise Invalid(f"Invalid request: {err}") from None
     return out

@@ -16,17 +16,19 @@ RUNS_CHANNEL = "threadline_runs"
 
 async def lock_thread(conn: AsyncConnection[Any], thread_id: str) -> list[dict[str, Any]] | None:
     """Lock the thread's row (inside a transaction) and return its active runs (run_id, status),
-    oldest first; None when there is no such thread. One round trip."""
+    oldest first; None when there is no such thread.
+
+    Two statements: under READ COMMITTED, one that waited for the lock would read the runs
+    with the snapshot it took before waiting, missing a run the lock's holder just queued."""
+    cur = await conn.execute("SELECT 1 FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,))
+    if await cur.fetchone() is None:
+        return None
     cur = await conn.execute(
-        "SELECT (SELECT coalesce(json_agg(json_build_object('run_id', r.run_id, 'status', r.status)"
-        "                                 ORDER BY r.created_at), '[]')"
-        "          FROM runs r WHERE r.thread_id = t.thread_id"
-        "           AND r.status IN ('pending', 'running')) AS active"
-        " FROM threads t WHERE t.thread_id = %s FOR UPDATE OF t",
+        "SELECT run_id, status FROM runs WHERE thread_id = %s"
+        " AND status IN ('pending', 'running') ORDER BY created_at",
         (thread_id,),
     )
-    row = await cur.fetchone()
-    return None if row is None else list(row["active"])
+    return [{"run_id": str(r["run_id"]), "status": r["status"]} for r in await cur.fetchall()]
 
 
 async def insert(
@@ -253,3 +255,37 @@ async def active(conn: AsyncConnection[Any], thread_id: str) -> dict[str, Any] |
     )
     row = await cur.fetchone()
     return run_out(row) if row else None
+
+
+async def delete_finished(conn: AsyncConnection[Any], thread_id: str, run_ids: list[str]) -> int:
+    """Delete these runs of the thread (their events go with them) unless still active."""
+    cur = await conn.execute(
+        "DELETE FROM runs WHERE thread_id = %s AND run_id = ANY(%s)"
+        " AND status NOT IN ('pending', 'running')",
+        (thread_id, [uuid.UUID(r) for r in run_ids]),
+    )
+    return cur.rowcount
+
+
+async def active_ids(
+    conn: AsyncConnection[Any], thread_id: str, *, uncancelled: bool = False
+) -> list[str]:
+    """The thread's pending and running runs, oldest first (``uncancelled``: only those no
+    cancel was requested for)."""
+    cur = await conn.execute(
+        "SELECT run_id FROM runs WHERE thread_id = %s AND status IN ('pending', 'running')"
+        " AND NOT (%s AND cancel_requested) ORDER BY created_at",
+        (thread_id, uncancelled),
+    )
+    return [str(r["run_id"]) for r in await cur.fetchall()]
+
+
+async def rollbacks_of(conn: AsyncConnection[Any], run_ids: list[str]) -> list[str]:
+    """The runs these runs were to roll back (``kwargs.rollback``): a rollback cancelled before
+    it started hands them on."""
+    cur = await conn.execute(
+        "SELECT DISTINCT jsonb_array_elements_text(kwargs -> 'rollback') AS run_id FROM runs"
+        " WHERE run_id = ANY(%s) AND jsonb_typeof(kwargs -> 'rollback') = 'array'",
+        ([uuid.UUID(r) for r in run_ids],),
+    )
+    return [str(r["run_id"]) for r in await cur.fetchall()]

@@ -82,6 +82,34 @@ async def delete(conn: AsyncConnection[Any], thread_id: str) -> bool:
     return cur.rowcount > 0
 
 
+SORT_COLUMNS = {
+    "thread_id": "t.thread_id",
+    "status": "t.status",
+    "created_at": "t.created_at",
+    "updated_at": "t.updated_at",
+    "state_updated_at": "t.updated_at",
+}
+"""What ``sort_by`` may name (the service keeps no separate state time: ``updated_at``)."""
+
+
+def _filters(
+    status: str | None,
+    metadata: dict[str, Any] | None,
+    values: dict[str, Any] | None,
+    ids: list[str] | None,
+    scope: tuple[str, list[Any]],
+) -> tuple[str, list[Any]]:
+    where, params = scope
+    sql = (
+        "(%s::text IS NULL OR t.status = %s) AND t.metadata @> %s"
+        " AND (%s::jsonb IS NULL OR t.state_values @> %s)"
+        " AND (%s::text[] IS NULL OR t.thread_id = ANY(%s))"
+        f" AND ({where})"
+    )
+    vals = Jsonb(values) if values else None
+    return sql, [status, status, Jsonb(metadata or {}), vals, vals, ids, ids, *params]
+
+
 async def search(
     conn: AsyncConnection[Any],
     *,
@@ -90,18 +118,68 @@ async def search(
     limit: int,
     offset: int,
     scope: tuple[str, list[Any]] = ("TRUE", []),
+    values: dict[str, Any] | None = None,
+    ids: list[str] | None = None,
+    sort_by: str | None = None,
+    sort_order: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Newest first, filtered by status and metadata containment, within the caller's ``scope``
-    (a condition over ``t`` and its parameters: ``api.auth.access.Scope.where``)."""
-    where, params = scope
+    """Filtered by status, metadata and values containment and ``ids``, within the caller's
+    ``scope`` (a condition over ``t`` and its parameters: ``api.auth.access.Scope.where``);
+    sorted by ``sort_by`` (a key of ``SORT_COLUMNS``, default ``created_at``) in ``sort_order``
+    (default ``desc``), ties by thread id."""
+    where, params = _filters(status, metadata, values, ids, scope)
+    column = SORT_COLUMNS[sort_by or "created_at"]
+    order = "ASC" if sort_order == "asc" else "DESC"
     cur = await conn.execute(
-        f"SELECT t.*, {LAST_RUN} FROM threads t"
-        " WHERE (%s::text IS NULL OR t.status = %s) AND t.metadata @> %s"
-        f" AND ({where})"
-        " ORDER BY t.created_at DESC, t.thread_id LIMIT %s OFFSET %s",
-        (status, status, Jsonb(metadata or {}), *params, limit, offset),
+        f"SELECT t.*, {LAST_RUN} FROM threads t WHERE {where}"
+        f" ORDER BY {column} {order}, t.thread_id {order} LIMIT %s OFFSET %s",
+        (*params, limit, offset),
     )
     return [thread_out(r) for r in await cur.fetchall()]
+
+
+async def count(
+    conn: AsyncConnection[Any],
+    *,
+    status: str | None,
+    metadata: dict[str, Any] | None,
+    values: dict[str, Any] | None = None,
+    scope: tuple[str, list[Any]] = ("TRUE", []),
+) -> int:
+    """How many threads ``search`` would find without a limit."""
+    where, params = _filters(status, metadata, values, None, scope)
+    cur = await conn.execute(f"SELECT count(*) AS n FROM threads t WHERE {where}", params)
+    row = await cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
+async def copy(
+    conn: AsyncConnection[Any],
+    source: str,
+    target: str,
+    metadata: dict[str, Any],
+    owner: str | None,
+) -> dict[str, Any] | None:
+    """A new thread ``target`` with ``source``'s values, interrupts and status (idle for a busy
+    one), ``metadata`` and ``owner``; None when ``target`` exists."""
+    cur = await conn.execute(
+        "INSERT INTO threads (thread_id, metadata, owner, status, state_values, interrupts)"
+        " SELECT %s, %s, %s, CASE WHEN status = 'busy' THEN 'idle' ELSE status END,"
+        " state_values, interrupts FROM threads WHERE thread_id = %s"
+        " ON CONFLICT (thread_id) DO NOTHING RETURNING *",
+        (target, Jsonb(metadata), owner, source),
+    )
+    row = await cur.fetchone()
+    return thread_out(row) if row else None
+
+
+async def labelled_assistant(conn: AsyncConnection[Any], thread_id: str) -> str | None:
+    """The ``assistant_id`` the thread's metadata names (``label_graph``; a copy keeps it)."""
+    cur = await conn.execute(
+        "SELECT metadata->>'assistant_id' AS a FROM threads WHERE thread_id = %s", (thread_id,)
+    )
+    row = await cur.fetchone()
+    return row["a"] if row else None
 
 
 async def refresh_status(

@@ -65,7 +65,7 @@ async def test_malformed_and_mistyped_bodies_are_422(http: httpx.AsyncClient) ->
     expect(
         await http.post(
             f"/threads/{tid}/runs",
-            json={"assistant_id": "agent", "multitask_strategy": "rollback"},
+            json={"assistant_id": "agent", "multitask_strategy": "sideways"},
         ),
         422,
         "enqueue",

@@ -222,10 +222,10 @@ def test_the_messages_say_what_is_wrong(client: httpx.Client, probes: Probes) ->
     assert "is not supported" in probes.refused(
         "POST",
         f"/threads/{tid}/approvals",
-        '{"interrupt_id": "x", "decisions": [{"type": "approve"}], "stream_mode": ["events"]}',
+        '{"interrupt_id": "x", "decisions": [{"type": "approve"}], "stream_mode": ["debug"]}',
     )
     assert "reject" in probes.refused(
-        "POST", runs, '{"assistant_id": "agent", "multitask_strategy": "interrupt"}'
+        "POST", runs, '{"assistant_id": "agent", "multitask_strategy": "sideways"}'
     )
 
 
@@ -459,10 +459,15 @@ def test_openapi_declares_what_the_routes_answer(client: httpx.Client) -> None:
     # Request schemas accept only what the handlers do.
     run_create = schemas["RunCreate"]["properties"]
     modes = run_create["stream_mode"]["anyOf"][0]["enum"]
-    assert modes == ["values", "updates", "custom", "messages", "messages-tuple"]
+    assert modes == ["values", "updates", "custom", "messages", "messages-tuple", "events"]
     approval_modes = schemas["ApprovalBody"]["properties"]["stream_mode"]["anyOf"][0]["enum"]
     assert approval_modes == modes
-    assert run_create["multitask_strategy"]["enum"] == ["reject", "enqueue"]
+    assert run_create["multitask_strategy"]["enum"] == [
+        "reject",
+        "enqueue",
+        "interrupt",
+        "rollback",
+    ]
     search = schemas["ThreadSearch"]["properties"]["offset"]
     assert search["maximum"] == MAX_OFFSET
     # An SSE route answers an event stream, and its errors as JSON.

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_files() -> list[str]:
+def js_test_files() -> list[str]:
     """Every ``*.test.mjs`` of tests/js (one per area of the API)."""
     return sorted(p.name for p in JS.glob("*.test.mjs"))
 
@@ -39,7 +39,7 @@ def test_the_js_sdk_drives_the_api(server: ServerProcess) -> None:
     npm_ci()
     env = {**os.environ, "THREADLINE_URL": server.url}
     out = subprocess.run(
-        ["node", "--test", "--test-reporter=spec", *test_files()],
+        ["node", "--test", "--test-reporter=spec", *js_test_files()],
         cwd=JS,
         env=env,
         capture_output=True,
@@ -58,7 +58,7 @@ def test_the_js_sdk_with_a_key(make_server: Any, database_url: str, tmp_path: Pa
     proc.start()
     key = create_key(data, database_url, "js")
     out = subprocess.run(
-        ["node", "--test", "--test-reporter=spec", *test_files()],
+        ["node", "--test", "--test-reporter=spec", *js_test_files()],
         cwd=JS,
         env={**os.environ, "THREADLINE_URL": proc.url, "THREADLINE_API_KEY": key},
         capture_output=True,
@@ -69,7 +69,7 @@ def test_the_js_sdk_with_a_key(make_server: Any, database_url: str, tmp_path: Pa
     assert "fail 0" in out.stdout, out.stdout[-3000:]
     # Without the key the same SDK is refused.
     out = subprocess.run(
-        ["node", "--test", *test_files()],
+        ["node", "--test", *js_test_files()],
         cwd=JS,
         env={**os.environ, "THREADLINE_URL": proc.url, "THREADLINE_API_KEY": ""},
         capture_output=True,
