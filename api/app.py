@@ -26,7 +26,16 @@ from api.builtin_agent import routes as agent_routes
 from api.json_body import MAX_JSON_DEPTH
 from api.lifecycle import open_service
 from api.limits import BodyLimit
-from api.routes import approvals, assistants, runs, runs_extra, system, thread_state, threads
+from api.routes import (
+    approvals,
+    assistants,
+    runs,
+    runs_cancel,
+    runs_extra,
+    system,
+    thread_state,
+    threads,
+)
 from api.routes import crons as crons_routes
 from api.routes import store as store_routes
 from api.settings import Settings
@@ -166,7 +175,16 @@ def create_app(settings: Settings) -> FastAPI:
     errors.install(app)
     app.openapi = _openapi(app, access.enabled)  # type: ignore[method-assign]
     app.include_router(crons_routes.router)  # schedules (api.scheduler), before /runs/{id}
-    for module in (system, assistants, threads, runs, runs_extra, approvals, agent_routes):
+    for module in (
+        system,
+        assistants,
+        threads,
+        runs,
+        runs_cancel,
+        runs_extra,
+        approvals,
+        agent_routes,
+    ):
         app.include_router(module.router)
     app.include_router(thread_state.router)  # count, state at a checkpoint, update, copy
     app.include_router(store_routes.router)  # long-term memory (api.memory)
