@@ -32,6 +32,10 @@ LastEventId = Annotated[
     str | None, Header(alias="Last-Event-ID", json_schema_extra={"pattern": EVENT_ID})
 ]
 """Resume a stream after this event (``-1``: from the start)."""
+LastEventIdQuery = Annotated[
+    str | None, Query(alias="last_event_id", json_schema_extra={"pattern": EVENT_ID})
+]
+"""The same as a query parameter, for clients that cannot set headers (a new ``EventSource``)."""
 StreamModeQuery = Annotated[
     list[str] | None,
     Query(
@@ -178,9 +182,7 @@ async def join_stream(
     run_id: RunId,
     svc: ServiceDep,
     last_event_id: LastEventId = None,
-    last_event_id_query: str | None = Query(
-        None, alias="last_event_id", json_schema_extra={"pattern": EVENT_ID}
-    ),
+    last_event_id_query: LastEventIdQuery = None,
     stream_mode: StreamModeQuery = None,
     cancel_on_disconnect: bool = Query(False),
 ) -> EventSourceResponse:

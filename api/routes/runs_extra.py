@@ -18,9 +18,9 @@ from api.deps import ServiceDep
 from api.errors import Conflict, Invalid, NotFound, responses
 from api.routes.runs import (
     CREATE_ERRORS,
-    EVENT_ID,
     SSE,
     LastEventId,
+    LastEventIdQuery,
     StreamModeQuery,
     _cancel_on_disconnect,
     _join,
@@ -113,9 +113,7 @@ async def join_threadless_stream(
     run_id: RunId,
     svc: ServiceDep,
     last_event_id: LastEventId = None,
-    last_event_id_query: str | None = Query(
-        None, alias="last_event_id", json_schema_extra={"pattern": EVENT_ID}
-    ),
+    last_event_id_query: LastEventIdQuery = None,
     stream_mode: StreamModeQuery = None,
     cancel_on_disconnect: bool = Query(False),
 ) -> EventSourceResponse:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ import pytest
 from eval.harness import ServerProcess, workspace_path
 from tests.utils.db import fresh_database
 from tests.utils.fake_openai import FakeOpenAIServer, ReplyLike, ToolCall
+from tests.utils.git import commits, git, git_repo
 from tests.utils.keys import create_key
 from tests.utils.runs import new_thread
 
@@ -65,29 +65,6 @@ def git_script(body: dict[str, Any]) -> ReplyLike:
     if len(results) == len(steps) and NOT_SENT_AGAIN in str(results[-1]["content"]):
         return LOG
     return "Committed b.txt."
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
-
-
-def git_repo(repo: Path) -> Path:
-    """A repository with one commit and an untracked ``b.txt``."""
-    repo.mkdir(parents=True, exist_ok=True)
-    git(repo, "init", "-q")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "t")
-    (repo / "a.txt").write_text("one\n")
-    git(repo, "add", "a.txt")
-    git(repo, "commit", "-qm", "initial")
-    (repo / "b.txt").write_text("two\n")
-    return repo
-
-
-def commits(repo: Path) -> int:
-    return int(git(repo, "rev-list", "--count", "HEAD"))
 
 
 def openai_env(model: FakeOpenAIServer) -> dict[str, str]:

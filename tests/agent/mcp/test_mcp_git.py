@@ -4,7 +4,6 @@ add and commit ask, approval commits exactly once, rejection not at all."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -18,6 +17,7 @@ from agent.tools import default_tools, ensure_workspace
 from api.builtin_agent.wiring import mcp_servers, open_agent
 from api.runtime import Runtime
 from api.settings import Settings
+from tests.utils.git import commits, git, git_repo
 from tests.utils.graphs import scripted_graph
 from tests.utils.scripted_model import ScriptedChatModel, call
 
@@ -28,26 +28,8 @@ GIT_SERVER = {
 }
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
-
-
-def git_repo(settings: Settings, thread_id: str) -> Path:
-    repo = ensure_workspace(settings.data_dir, thread_id)
-    git(repo, "init", "-q")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "t")
-    (repo / "a.txt").write_text("one\n")
-    git(repo, "add", "a.txt")
-    git(repo, "commit", "-qm", "initial")
-    (repo / "b.txt").write_text("two\n")
-    return repo
-
-
-def commits(repo: Path) -> int:
-    return int(git(repo, "rev-list", "--count", "HEAD"))
+def workspace_repo(settings: Settings, thread_id: str) -> Path:
+    return git_repo(ensure_workspace(settings.data_dir, thread_id))
 
 
 async def run(graph: Any, graph_input: Any, config: Any) -> list[dict[str, Any]]:
@@ -83,7 +65,7 @@ async def test_a_read_runs_and_a_commit_asks_then_commits_once(
     runtime: Runtime, settings: Settings
 ) -> None:
     thread_id = str(uuid.uuid4())
-    repo = git_repo(settings, thread_id)
+    repo = workspace_repo(settings, thread_id)
     model = ScriptedChatModel(replies=commit_script())
     graph = await agent_with_git(runtime, settings, model)
     recorded: list[dict[str, Any]] = []
@@ -122,7 +104,7 @@ async def test_a_read_runs_and_a_commit_asks_then_commits_once(
 
 async def test_a_rejected_commit_is_not_made(runtime: Runtime, settings: Settings) -> None:
     thread_id = str(uuid.uuid4())
-    repo = git_repo(settings, thread_id)
+    repo = workspace_repo(settings, thread_id)
     graph = await agent_with_git(runtime, settings, ScriptedChatModel(replies=commit_script()))
     config: Any = {"configurable": {"thread_id": thread_id}}
     await run(graph, {"messages": [HumanMessage("commit b.txt")]}, config)
@@ -138,7 +120,7 @@ async def test_a_rejected_commit_is_not_made(runtime: Runtime, settings: Setting
 async def test_a_recorded_commit_is_not_sent_again(runtime: Runtime, settings: Settings) -> None:
     """After a crash that lost the checkpoint but not the audit record: the record answers."""
     thread_id = str(uuid.uuid4())
-    repo = git_repo(settings, thread_id)
+    repo = workspace_repo(settings, thread_id)
     commit = call("git__git_commit", repo_path=".", message="again")
     model = ScriptedChatModel(replies=[commit, AIMessage("done")])
     graph = await agent_with_git(runtime, settings, model)
