@@ -189,13 +189,16 @@ class Service:
         return cancelled
 
     async def wait_for_end(self, run_id: str) -> None:
-        """Return once the run's ``end`` event is stored."""
+        """Return once the run's ``end`` event is stored; 404 if the run is removed meanwhile
+        (a rollback removes the runs it cancelled)."""
         while True:
             waiter = self.hub.subscribe(run_id)
             try:
                 async with self.pool.connection() as conn:
                     if await events.has_end(conn, run_id):
                         return
+                    if await runs.by_id(conn, run_id) is None:
+                        raise NotFound(f"Run {run_id} was removed (rolled back) before it ended.")
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(waiter.wait(), timeout=2.0)
             finally:

@@ -11,7 +11,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from api.database import Pool
 from api.hub import Hub, Subscription
 from api.messages_mode import MessagesTranslator, derives
-from api.store import events
+from api.store import events, runs
 from api.stream_modes import event_names
 
 HEARTBEAT_SECONDS = 5.0
@@ -87,6 +87,9 @@ async def run_events(
                     await asyncio.wait_for(waiter.wait(), timeout=POLL_SECONDS)
                 except TimeoutError:
                     read = True  # a lost notification costs this much latency, never an event
+                    async with pool.connection() as conn:
+                        if await runs.by_id(conn, run_id) is None:
+                            return  # removed (a rollback): nothing more will come
     finally:
         hub.unsubscribe(run_id, waiter)
 

@@ -201,3 +201,22 @@ async def test_runs_a_claim_took_while_its_loop_was_stopped_are_handed_back(
         assert row is not None
         # Claimed (attempt 1), then handed back: the next worker claims it at once.
         assert dict(row) == {"status": "pending", "attempt": 1, "handbacks": 1, "worker_id": None}
+
+
+async def test_waiting_for_a_run_that_a_rollback_removed_ends_with_not_found(
+    runtime: Any, settings: Any
+) -> None:
+    """A join (or /wait) that began before a rollback removed its run must not wait forever
+    for an ``end`` that went with the run."""
+    from api.errors import NotFound
+    from api.rollback import roll_back
+
+    async with open_service(settings, runtime=runtime, workers=False) as svc:
+        run = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=counter(1, 0.0), if_not_exists="create"),
+        )
+        await svc.cancel(run["thread_id"], run["run_id"])  # never claimed: ended at once
+        await roll_back(runtime.pool, run["thread_id"], [run["run_id"]])
+        with pytest.raises(NotFound, match="rolled back"):
+            await asyncio.wait_for(svc.wait_for_end(run["run_id"]), 10)
