@@ -120,6 +120,19 @@ class Service:
                 sort_order=getattr(body, "sort_order", None),
             )
 
+    async def count_threads(self, body: Any) -> int:
+        """``POST /threads/count``: what ``search_threads`` would find, within the same scope."""
+        value = {"metadata": body.metadata or {}, "values": body.values, "status": body.status}
+        scope = await self.scope("search", value)
+        async with self.pool.connection() as conn:
+            return await threads.count(
+                conn,
+                status=body.status,
+                metadata=value["metadata"],
+                values=body.values,
+                scope=scope.where("t"),
+            )
+
     def thread_config(self, thread_id: str, checkpoint: dict[str, Any] | None = None) -> Any:
         return {"configurable": {"thread_id": thread_id, **(checkpoint or {})}}
 

@@ -65,21 +65,7 @@ async def state_at(svc: Any, thread_id: str, config: Any, subgraphs: bool) -> An
 @router.post("/threads/count", response_model=int, responses=responses(413, 422))
 async def count_threads(svc: ServiceDep, body: ThreadCount | None = None) -> int:
     """How many threads ``POST /threads/search`` would find (same filters, same scope)."""
-    body = body or ThreadCount()
-    value: dict[str, Any] = {
-        "metadata": body.metadata or {},
-        "values": body.values,
-        "status": body.status,
-    }
-    scope = await svc.scope("search", value)
-    async with svc.pool.connection() as conn:
-        return await threads.count(
-            conn,
-            status=body.status,
-            metadata=value["metadata"],
-            values=body.values,
-            scope=scope.where("t"),
-        )
+    return await svc.count_threads(body or ThreadCount())
 
 
 @router.get(
