@@ -26,9 +26,11 @@ from api.builtin_agent import routes as agent_routes
 from api.json_body import MAX_JSON_DEPTH
 from api.lifecycle import open_service
 from api.limits import BodyLimit
+from api.metrics import ServiceMetrics
 from api.routes import (
     approvals,
     assistants,
+    metrics,
     runs,
     runs_cancel,
     runs_extra,
@@ -177,6 +179,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(crons_routes.router)  # schedules (api.scheduler), before /runs/{id}
     for module in (
         system,
+        metrics,  # /metrics, guarded like every route but /ok
         assistants,
         threads,
         runs,
@@ -221,6 +224,7 @@ def create_app(settings: Settings) -> FastAPI:
         expose_headers=["Content-Location", "Location"],
     )
     app.state.access = access
+    app.state.metrics = ServiceMetrics()  # a registry of this app's own (api.metrics)
     return app
 
 

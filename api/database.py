@@ -17,6 +17,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
@@ -135,8 +137,25 @@ async def migrate(conn: AsyncConnection[Any]) -> list[str]:
     return applied
 
 
+EVENTS_BARRIER_KEY = "__threadline_events_barrier"
+"""In a run's ``config["configurable"]``: an async callable :class:`PooledSaver` awaits before it
+writes a checkpoint, so the run's events emitted before it are stored first
+(``api.store.event_writer``).
+
+A task's writes do not wait: a step whose writes were saved but not its checkpoint runs again as
+cached on a takeover, and LangGraph emits its updates again; the takeover dedupe stores those an
+earlier attempt did not (``api.takeover``)."""
+
+
+async def _events_first(config: RunnableConfig) -> None:
+    barrier = (config.get("configurable") or {}).get(EVENTS_BARRIER_KEY)
+    if barrier is not None:
+        await barrier()
+
+
 class PooledSaver(AsyncPostgresSaver):
-    """``AsyncPostgresSaver`` whose lock admits as many calls at once as it may use connections.
+    """``AsyncPostgresSaver`` whose lock admits as many calls at once as it may use connections,
+    and that stores a run's events before what they came before.
 
     The stock saver serializes every call behind one ``asyncio.Lock`` (needed for a single
     connection). On a pool each call takes its own connection, so a semaphore sized to the share of
@@ -146,6 +165,16 @@ class PooledSaver(AsyncPostgresSaver):
     def __init__(self, pool: Pool, *, concurrency: int) -> None:
         super().__init__(pool)
         self.lock = asyncio.Semaphore(concurrency)  # type: ignore[assignment]
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        await _events_first(config)
+        return await super().aput(config, checkpoint, metadata, new_versions)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         return next_channel_version(current)

@@ -19,8 +19,9 @@ from langgraph.types import Command
 
 from api.auth.user import User
 from api.compaction import compact_thread
-from api.database import PooledSaver
+from api.database import EVENTS_BARRIER_KEY, PooledSaver
 from api.hub import Hub
+from api.metrics import StepTimer
 from api.rollback import roll_back, rolled_back
 from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
 from api.runtime import Runtime
@@ -124,9 +125,17 @@ class Executor:
 
     async def execute(self, run: dict[str, Any], last_seq: int) -> None:
         """One attempt, to its end (or until it is cancelled or loses its lease)."""
+        emitter = self.emitter(run, last_seq)
+        try:
+            await self._attempt(run, emitter)
+        finally:
+            # Stopped (cancelled, lease lost): a batch in flight lands before anything else is
+            # written for the run; what was still queued was never stored, so never streamed.
+            await emitter.close()
+
+    async def _attempt(self, run: dict[str, Any], emitter: Emitter) -> None:
         settings = self.runtime.settings
         run_id, thread_id = run["run_id"], run["thread_id"]
-        emitter = self.emitter(run, last_seq)
         if run.get("stalled_attempts", 0) >= settings.max_attempts:
             # Attempts that saved something do not count: only a run that keeps dying at the
             # same place ends here, not one killed often while it moves on.
@@ -146,6 +155,13 @@ class Executor:
         dedupe = TakeoverDedupe(
             self.runtime.pool, run_id, self.runtime.adapter(run["assistant_id"]).replayed_call
         )
+        steps = StepTimer()
+
+        async def barrier() -> None:  # the checkpointer's, before each checkpoint
+            steps.checkpoint()
+            await emitter.barrier()
+
+        config["configurable"][EVENTS_BARRIER_KEY] = barrier
         try:
             async for mode, chunk in graph.astream(
                 run_input(kwargs),
@@ -155,6 +171,7 @@ class Executor:
                 interrupt_before=kwargs.get("interrupt_before"),
                 interrupt_after=kwargs.get("interrupt_after"),
             ):
+                steps.feed(mode, chunk)
                 if await dedupe.repeated(mode, chunk):
                     continue
                 if mode == "updates" and isinstance(chunk, dict):
@@ -165,6 +182,10 @@ class Executor:
         except LostRun:
             raise
         except Exception as err:
+            if emitter.failed is not None:
+                # The event log could not be written: leave the run to its lease, so a later
+                # attempt continues it from its last checkpoint.
+                raise
             logger.exception("run %s failed", run_id)
             failed: ErrorEvent = {"error": type(err).__name__, "message": str(err)}
             await emitter.emit("error", failed)

@@ -46,7 +46,8 @@ async def create_run(
     """
     svc.graph(body.assistant_id)
     user, actor = caller(), svc.actor()
-    exists = await _visible_for_run(svc, thread_id, body)
+    found = await _visible_for_run(svc, thread_id, body)
+    exists = found is not None
     kwargs = {
         "input": body.input,
         "command": body.command.model_dump(exclude_none=True) if body.command else None,
@@ -69,7 +70,7 @@ async def create_run(
         raise Invalid(f"the run's input must be JSON: {err}") from None
     check_private_config(body.config)
     adapter = svc.runtime.adapter(body.assistant_id)
-    superseded = await adapter.check_run(await _run_request(svc, thread_id, body, kwargs))
+    superseded = await adapter.check_run(_run_request(svc, thread_id, body, kwargs, found))
     answers: dict[str, Any] = {}
     if body.command and body.command.resume is not None:
         answers = await svc.check_resume(thread_id, body.assistant_id, body.command.resume)
@@ -128,7 +129,6 @@ async def create_run(
                 metadata=body.metadata,
                 multitask_strategy=body.multitask_strategy,
             )
-            await threads.label_graph(conn, thread_id, body.assistant_id)
             for interrupt_id, closing in superseded.items():
                 # A new message closes the pending approvals as rejected; the agent gives the
                 # model a tool message for each. Already answered (a racing resume): kept.
@@ -230,31 +230,31 @@ async def _start_checkpoint(
     return None
 
 
-async def _visible_for_run(svc: Service, thread_id: str, body: RunCreate) -> bool:
-    """Whether the thread exists; 404 when it is not the caller's (a resume is an answer to
-    its approvals: reviewers may, and an approve permission binds)."""
-    try:
-        if body.command and body.command.resume is not None:
-            found = await svc.thread(thread_id, "read")
-            scope = await svc.access.approval_scope(caller(), {"thread_id": thread_id})
-            if not scope.allows(found):
-                raise NotFound(f"No thread {thread_id!r}.")
-        else:
-            await svc.thread(thread_id, "create_run")
-    except NotFound:
-        async with svc.pool.connection() as conn:
-            if await threads.get(conn, thread_id) is not None:
-                raise  # someone else's: not found, and never created over
-        return False
-    return True
-
-
-async def _run_request(
-    svc: Service, thread_id: str, body: RunCreate, kwargs: dict[str, Any]
-) -> RunRequest:
+async def _visible_for_run(svc: Service, thread_id: str, body: RunCreate) -> dict[str, Any] | None:
+    """The thread (one read), None when there is none; 404 when it is not the caller's (a
+    resume is an answer to its approvals: reviewers may, and an approve permission binds)."""
     async with svc.pool.connection() as conn:
         found = await threads.get(conn, thread_id)
+    if found is None:
+        return None
+    if body.command and body.command.resume is not None:
+        if not (await svc.scope("read", {"thread_id": thread_id})).allows(found):
+            raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
+        scope = await svc.access.approval_scope(caller(), {"thread_id": thread_id})
+        if not scope.allows(found):
+            raise NotFound(f"No thread {thread_id!r}.")
+    elif not (await svc.scope("create_run", {"thread_id": thread_id})).allows(found):
+        raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
+    return found
 
+
+def _run_request(
+    svc: Service,
+    thread_id: str,
+    body: RunCreate,
+    kwargs: dict[str, Any],
+    found: dict[str, Any] | None,
+) -> RunRequest:
     async def pending() -> Any:
         state = await svc.graph(body.assistant_id).aget_state(svc.thread_config(thread_id))
         return state.interrupts

@@ -72,7 +72,6 @@ async def _fire(conn: AsyncConnection[Any], row: dict[str, Any]) -> dict[str, An
         metadata={**row["metadata"], "cron_id": cron_id, "cron_due_at": iso(row["next_run_at"])},
         multitask_strategy=strategy,
     )
-    await threads.label_graph(conn, thread_id, row["assistant_id"])
     return run
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import uvicorn
 
 from api.app import create_app
+from api.logs import configure_logging, uvicorn_log_config
 from api.settings import Settings
 
 
@@ -28,9 +29,7 @@ def serve(
         settings = settings.model_copy(update={"config": Path(config)})
     if host:
         settings = settings.model_copy(update={"host": host})
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(settings.log_level, settings.log_format)
     app = create_app(settings)
     check_exposure(settings, app.state.access.enabled)
     uvicorn.run(
@@ -38,6 +37,7 @@ def serve(
         host=settings.host,
         port=port if port is not None else settings.port,
         log_level=settings.log_level,
+        log_config=uvicorn_log_config(settings.log_format),
         # Open SSE streams would hold shutdown forever; clients reconnect with Last-Event-ID.
         timeout_graceful_shutdown=3,
         # Longer than clients' idle reuse (httpx: 5 s), so a client never sends on a connection

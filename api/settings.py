@@ -114,6 +114,10 @@ class Settings(BaseSettings):
     """When set, answering approvals needs this permission, owners included."""
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = "text"
+    """``json``: every log line of ``threadline serve`` is a JSON object (timestamp, level,
+    logger, message, and ``run_id``/``thread_id``/``attempt`` on lines about a run); ``text``:
+    plain lines, with the run's fields appended (``api.logs``)."""
 
     @field_validator("approval_policy")
     @classmethod

@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.types import Message, Receive, Scope, Send
 
 from api.database import Pool
 from api.hub import Hub, Subscription
 from api.messages_mode import MessagesTranslator, derives
+from api.metrics import SSE_CLIENTS
 from api.store import events, runs
 from api.stream_modes import event_names
 
@@ -20,6 +22,12 @@ POLL_SECONDS = 2.0
 CONTROL_EVENTS = {"metadata", "error", "end"}
 RETRY_MS = 1000
 """Sent with the first event: browsers reconnect after 1 s instead of their default 3 s."""
+
+
+def _frame(data: str, event: str, seq: int, first: bool) -> bytes:
+    return ServerSentEvent(
+        data=data, event=event, id=str(seq), retry=RETRY_MS if first else None
+    ).encode()
 
 
 def wanted(modes: Iterable[str]) -> set[str]:
@@ -34,8 +42,9 @@ async def run_events(
     *,
     after: int,
     modes: Iterable[str],
-) -> AsyncIterator[ServerSentEvent]:
-    """Every stored event after ``after`` in order, then live ones, until ``end``."""
+) -> AsyncIterator[bytes]:
+    """Every stored event after ``after`` in order, then live ones, until ``end``: SSE frames,
+    those of one read or one stored batch together."""
     modes = list(modes)
     names = wanted(modes)
     translator = MessagesTranslator(modes) if derives(modes) else None
@@ -61,27 +70,25 @@ async def run_events(
             if translator is not None and after > 0:
                 await _replay_before(pool, run_id, after, translator)
                 after = 0
+            # What one read (or one stored batch) holds goes out in one write to the client.
+            frames: list[bytes] = []
+            ended = False
             for row in rows:
                 last = row["seq"]
                 if translator is not None and row["event"] == "messages":
                     for event, data in translator.feed(row["data"]):
-                        yield ServerSentEvent(
-                            data=data,
-                            event=event,
-                            id=str(row["seq"]),
-                            retry=RETRY_MS if first else None,
-                        )
+                        frames.append(_frame(data, event, row["seq"], first))
                         first = False
                 elif row["event"] in names:
-                    yield ServerSentEvent(
-                        data=row["data"],
-                        event=row["event"],
-                        id=str(row["seq"]),
-                        retry=RETRY_MS if first else None,
-                    )
+                    frames.append(_frame(row["data"], row["event"], row["seq"], first))
                     first = False
                 if row["event"] == "end":
-                    return
+                    ended = True
+                    break
+            if frames:
+                yield b"".join(frames)
+            if ended:
+                return
             if not rows:
                 try:
                     await asyncio.wait_for(waiter.wait(), timeout=POLL_SECONDS)
@@ -139,10 +146,29 @@ def parse_last_event_id(value: str | None) -> int:
     return max(seq, 0)
 
 
+class CountedEventSourceResponse(EventSourceResponse):
+    """An SSE response counted in ``threadline_sse_clients`` while it is being sent: from the
+    ASGI call until it returns (the stream ended, or the client went away)."""
+
+    async def _send_with_timeout(self, send: Send, message: Message) -> None:
+        if self.send_timeout is None:  # no timeout: no cancel scope per event
+            await send(message)
+        else:
+            await super()._send_with_timeout(send, message)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        SSE_CLIENTS.inc()
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            SSE_CLIENTS.dec()
+
+
 def sse_response(
-    stream: AsyncIterator[ServerSentEvent], headers: dict[str, str] | None = None
+    stream: AsyncIterator[bytes] | AsyncIterator[ServerSentEvent],
+    headers: dict[str, str] | None = None,
 ) -> EventSourceResponse:
-    return EventSourceResponse(
+    return CountedEventSourceResponse(
         stream,
         headers=headers,
         ping=HEARTBEAT_SECONDS,

@@ -24,6 +24,9 @@ from typing import Any
 from api.ephemeral import sweep_loop
 from api.execution import Executor
 from api.hub import Hub
+from api.lease_connection import LeaseConnection
+from api.logs import bind_run, run_context
+from api.metrics import attempt_claimed
 from api.runtime import Runtime
 from api.store import events, runs
 from api.store.events import LostRun
@@ -148,10 +151,13 @@ class Workers:
             for _ in range(taken - len(claimed)):
                 self.slots.release()
             for run, last_seq in claimed:
+                attempt_claimed(run)
                 execution = Execution(run=run, last_seq=last_seq)
                 self.active[run["run_id"]] = execution
                 execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])
-            if not claimed:
+            if len(claimed) < taken:
+                # The queue had no more for us: wait for a new run (or the poll) instead of
+                # asking again at once, which costs a claim statement per run for nothing.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(
                         self.hub.runs_changed.wait(), timeout=self.settings.poll_seconds
@@ -159,7 +165,13 @@ class Workers:
 
     async def _claim(self, limit: int) -> list[tuple[dict[str, Any], int]]:
         async with self.pool.connection() as conn:
-            return await runs.claim(conn, self.worker_id, self.settings.lease_seconds, limit=limit)
+            return await runs.claim(
+                conn,
+                self.worker_id,
+                self.settings.lease_seconds,
+                limit=limit,
+                executing=list(self.active),
+            )
 
     async def _hand_back(self, claiming: asyncio.Future[list[tuple[dict[str, Any], int]]]) -> None:
         """Hand back what a claim cancelled mid-statement took: nothing will execute it here."""
@@ -168,38 +180,47 @@ class Workers:
         except Exception:
             return
         for run, _ in claimed:
-            try:
-                async with self.pool.connection() as conn:
-                    await runs.release(conn, run["run_id"], run["attempt"], self.worker_id)
-            except Exception:
-                logger.exception("handing back run %s failed; its lease expires", run["run_id"])
+            with run_context(run):
+                try:
+                    async with self.pool.connection() as conn:
+                        await runs.release(conn, run["run_id"], run["attempt"], self.worker_id)
+                except Exception:
+                    logger.exception("handing back run %s failed; its lease expires", run["run_id"])
 
     async def _heartbeat_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.heartbeat_seconds)
-            if not self.active:
-                continue
-            # Only runs held before the renewal started can be judged by it: a run claimed while
-            # it was in flight is not in its result yet, and is not lost.
-            before = list(self.active.items())
-            try:
-                async with self.pool.connection() as conn:
-                    held = await runs.renew(
-                        conn,
-                        self.worker_id,
-                        self.settings.lease_seconds,
-                        [run_id for run_id, _ in before],
-                    )
-            except Exception:
-                logger.exception("renewing leases failed")
-                continue
-            for run_id, execution in before:
-                mine = held.get(run_id)
-                if mine is None or mine[0] != execution.run["attempt"]:
-                    if execution.task and not execution.task.done():
-                        self._stop(execution, "lost")
-                elif mine[1]:
-                    self._stop(execution, "cancel")
+        """Renew the leases of the runs executing here, on a connection of its own: however
+        busy the pool is with those runs, their heartbeat never waits behind them."""
+        lease = LeaseConnection(self.runtime.database.url)
+        try:
+            while True:
+                await asyncio.sleep(self.settings.heartbeat_seconds)
+                if self.active:
+                    await self._renew(lease)
+        finally:
+            await lease.close()
+
+    async def _renew(self, lease: LeaseConnection) -> None:
+        # Only runs held before the renewal started can be judged by it: a run claimed while
+        # it was in flight is not in its result yet, and is not lost.
+        before = list(self.active.items())
+        try:
+            held = await runs.renew(
+                await lease.get(),
+                self.worker_id,
+                self.settings.lease_seconds,
+                [run_id for run_id, _ in before],
+            )
+        except Exception:
+            logger.exception("renewing leases failed")
+            await lease.close()  # a new connection next time
+            return
+        for run_id, execution in before:
+            mine = held.get(run_id)
+            if mine is None or mine[0] != execution.run["attempt"]:
+                if execution.task and not execution.task.done():
+                    self._stop(execution, "lost")
+            elif mine[1]:
+                self._stop(execution, "cancel")
 
     def _cancel_local(self, run_id: str) -> None:
         execution = self.active.get(run_id)
@@ -220,6 +241,7 @@ class Workers:
         run = execution.run
         run_id = run["run_id"]
         execution.started = True
+        bind_run(run)  # this task's context: every line logged about the attempt names it
         try:
             if execution.stop_reason:  # stopped before it started: nothing ran yet
                 raise asyncio.CancelledError

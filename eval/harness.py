@@ -36,9 +36,17 @@ from typing import Any, NamedTuple
 
 import httpx
 
-from api.store.runs import progress_mark
+from api.store.claim_sql import progress_mark
 
-LEAKY_ENV = ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL")
+LEAKY_ENV = (
+    "DATABASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_MODEL",
+    "OPENAI_TIMEOUT",
+    "OPENAI_MAX_RETRIES",
+    "OPENAI_MAX_TOKENS",
+)
 """Variables ``Settings`` reads that a harness server must not inherit from the caller."""
 
 STREAM_MODES = ("updates", "custom")

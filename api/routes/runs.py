@@ -120,10 +120,9 @@ async def create_and_stream(
 async def _cancel_on_disconnect(svc: ServiceDep, thread_id: str, run_id: str, stream: Any) -> Any:
     ended = False
     try:
-        async for event in stream:
-            if event.event == "end":
-                ended = True
-            yield event
+        async for frames in stream:
+            yield frames
+        ended = True  # the stream sent the run's end (or the run went with a rollback)
     finally:
         if not ended:
             # The disconnect cancelled this generator's task scope; shield the cancel from it

@@ -9,15 +9,18 @@ from psycopg import AsyncConnection
 
 EVENTS_CHANNEL = "threadline_events"
 
-# Fenced: a worker that lost its lease (another took the run over) writes nothing.
-APPEND = """
+# Fenced: a worker that lost its lease (another took the run over) writes nothing. One statement
+# and one notification (naming the batch's last event) for a whole batch.
+APPEND_BATCH = """
 WITH ins AS (
     INSERT INTO run_events (run_id, seq, event, data, attempt)
-    SELECT %(run)s, %(seq)s, %(event)s, %(data)s::json, %(attempt)s
+    SELECT %(run)s, b.seq, b.event, b.data::json, %(attempt)s
+    FROM unnest(%(seqs)s::bigint[], %(events)s::text[], %(datas)s::text[]) AS b(seq, event, data)
     WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
                   AND status = 'running')
     RETURNING seq)
-SELECT pg_notify(%(channel)s, %(run)s::text || ':' || seq) FROM ins
+SELECT c.n, CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
+FROM (SELECT count(*) AS n, max(seq) AS last FROM ins) c
 """
 
 
@@ -25,23 +28,32 @@ class LostRun(Exception):
     """This worker no longer owns the run (its lease expired and another worker took it)."""
 
 
-async def append(
-    conn: AsyncConnection[Any], run_id: str, seq: int, event: str, data_json: str, attempt: int
+async def append_batch(
+    conn: AsyncConnection[Any], run_id: str, attempt: int, batch: list[tuple[int, str, str]]
 ) -> None:
-    """Store one event and notify listeners; raises LostRun when fenced out."""
+    """Store events ``(seq, event, data JSON)`` and notify listeners once; raises LostRun when
+    fenced out (then nothing of the batch is stored)."""
     cur = await conn.execute(
-        APPEND,
+        APPEND_BATCH,
         {
             "run": uuid.UUID(run_id),
-            "seq": seq,
-            "event": event,
-            "data": data_json,
+            "seqs": [seq for seq, _, _ in batch],
+            "events": [event for _, event, _ in batch],
+            "datas": [data for _, _, data in batch],
             "attempt": attempt,
             "channel": EVENTS_CHANNEL,
         },
     )
-    if cur.rowcount != 1:
+    row = await cur.fetchone()
+    if row is None or row["n"] != len(batch):
         raise LostRun(run_id)
+
+
+async def append(
+    conn: AsyncConnection[Any], run_id: str, seq: int, event: str, data_json: str, attempt: int
+) -> None:
+    """Store one event (a batch of one)."""
+    await append_batch(conn, run_id, attempt, [(seq, event, data_json)])
 
 
 async def append_unfenced(

@@ -9,6 +9,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from api.store import threads
+from api.store.claim_sql import CLAIM, progress_mark
 from api.store.rows import run_out
 
 RUNS_CHANNEL = "threadline_runs"
@@ -40,17 +41,21 @@ async def insert(
     metadata: dict[str, Any],
     multitask_strategy: str,
 ) -> dict[str, Any]:
-    """Queue a run and mark its thread busy; call inside the transaction that checked the thread."""
-    # One round trip: the run, the thread marked busy, the workers notified.
+    """Queue a run and mark its thread busy, its metadata naming the run's graph (``graph_id``,
+    ``assistant_id``, as LangGraph Server does: clients such as agent-chat-ui list a graph's
+    threads by it); call inside the transaction that checked the thread."""
+    # One round trip: the run, the thread marked busy and labelled, the workers notified.
     cur = await conn.execute(
         "WITH ins AS ("
         "  INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, metadata, multitask_strategy)"
         "  VALUES (%(run)s, %(thread)s, %(assistant)s, %(kwargs)s, %(metadata)s, %(strategy)s)"
         "  RETURNING *),"
-        " busy AS (UPDATE threads SET status = 'busy', updated_at = now()"
+        " busy AS (UPDATE threads SET status = 'busy', updated_at = now(),"
+        "  metadata = metadata || %(label)s"
         "  WHERE thread_id = %(thread)s)"
         " SELECT ins.*, pg_notify(%(channel)s, 'new') FROM ins",
         {
+            "label": Jsonb({"graph_id": assistant_id, "assistant_id": assistant_id}),
             "run": uuid.uuid4(),
             "thread": thread_id,
             "assistant": assistant_id,
@@ -88,59 +93,28 @@ async def list_for_thread(
     return [run_out(r) for r in await cur.fetchall()]
 
 
-def progress_mark(thread: str) -> str:
-    """SQL for what the thread has saved so far, given the SQL expression of its id: its latest
-    checkpoint, the writes saved on it (tool calls of a step that finished before a crash) and
-    the subgraph checkpoints saved since. Any change is progress; each part is an index range.
-
-    An attempt whose claim saw the same mark as the previous claim saved nothing: it stalled.
-    Writes LangGraph puts again on a takeover (a ``Command``'s resume values) keep their keys,
-    so they do not change the mark.
-    """
-    return f"""(SELECT coalesce(l.id, '') || '/'
-        || (SELECT count(*) FROM checkpoint_writes w WHERE w.thread_id = {thread}
-             AND w.checkpoint_ns = '' AND w.checkpoint_id = l.id) || '/'
-        || (SELECT count(*) FROM checkpoints s WHERE s.thread_id = {thread}
-             AND s.checkpoint_ns > '' AND s.checkpoint_id > coalesce(l.id, ''))
-      FROM (SELECT max(c.checkpoint_id) AS id FROM checkpoints c
-             WHERE c.thread_id = {thread} AND c.checkpoint_ns = '') l)"""
-
-
-CLAIM = f"""
-WITH picked AS (
-    SELECT r.run_id, r.thread_id FROM runs r
-    WHERE (r.status = 'pending' OR (r.status = 'running' AND r.lease_until < now()))
-      -- one run per thread at a time, oldest first
-      AND NOT EXISTS (
-          SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id AND o.run_id <> r.run_id
-            AND ((o.status = 'running' AND o.lease_until >= now())
-                 OR (o.status IN ('pending', 'running') AND o.created_at < r.created_at)))
-    ORDER BY r.created_at
-    FOR UPDATE SKIP LOCKED
-    LIMIT %(limit)s),
-marked AS (SELECT p.run_id, {progress_mark("p.thread_id")} AS mark FROM picked p)
-UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = %(worker)s,
-       lease_until = now() + make_interval(secs => %(lease)s), updated_at = now(),
-       -- the previous attempt stalled when the thread saved nothing since it was claimed
-       stalled_attempts = CASE WHEN runs.progress IS NULL THEN runs.stalled_attempts
-                               WHEN runs.progress = m.mark THEN runs.stalled_attempts + 1
-                               ELSE 0 END,
-       progress = m.mark
-FROM marked m WHERE runs.run_id = m.run_id
-RETURNING runs.*,
-    (SELECT coalesce(max(e.seq), 0) FROM run_events e WHERE e.run_id = runs.run_id) AS last_seq
-"""
-
-
 async def claim(
-    conn: AsyncConnection[Any], worker_id: str, lease: float, limit: int = 1
+    conn: AsyncConnection[Any],
+    worker_id: str,
+    lease: float,
+    limit: int = 1,
+    executing: list[str] | None = None,
 ) -> list[tuple[dict[str, Any], int]]:
     """Take up to ``limit`` of the oldest runnable runs (pending, or running with an expired
     lease), at most one per thread; each with the last sequence number of its event log.
+    ``executing``: the runs the claiming process is executing, never taken again by it.
 
     Each run also says ``stalled_attempts``: how many attempts in a row before this one ended
     without saving anything (see :func:`progress_mark`)."""
-    cur = await conn.execute(CLAIM, {"worker": worker_id, "lease": lease, "limit": limit})
+    cur = await conn.execute(
+        CLAIM,
+        {
+            "worker": worker_id,
+            "lease": lease,
+            "limit": limit,
+            "executing": [uuid.UUID(r) for r in executing or []],
+        },
+    )
     rows = await cur.fetchall()
     return sorted(
         (

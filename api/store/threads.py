@@ -66,17 +66,6 @@ async def patch(
     return thread_out(row) if row else None
 
 
-async def label_graph(conn: AsyncConnection[Any], thread_id: str, assistant_id: str) -> None:
-    """Name the graph of the thread's latest run in its metadata (``graph_id``, ``assistant_id``),
-    as LangGraph Server does: clients such as agent-chat-ui list a graph's threads by it."""
-    label = Jsonb({"graph_id": assistant_id, "assistant_id": assistant_id})
-    await conn.execute(
-        "UPDATE threads SET metadata = metadata || %s, updated_at = now()"
-        " WHERE thread_id = %s AND NOT metadata @> %s",
-        (label, thread_id, label),
-    )
-
-
 async def delete(conn: AsyncConnection[Any], thread_id: str) -> bool:
     cur = await conn.execute("DELETE FROM threads WHERE thread_id = %s", (thread_id,))
     return cur.rowcount > 0
@@ -174,7 +163,8 @@ async def copy(
 
 
 async def labelled_assistant(conn: AsyncConnection[Any], thread_id: str) -> str | None:
-    """The ``assistant_id`` the thread's metadata names (``label_graph``; a copy keeps it)."""
+    """The ``assistant_id`` the thread's metadata names (``api.store.runs.insert`` labels it;
+    a copy keeps it)."""
     cur = await conn.execute(
         "SELECT metadata->>'assistant_id' AS a FROM threads WHERE thread_id = %s", (thread_id,)
     )

@@ -13,6 +13,7 @@ from langchain_core.messages import ToolMessage
 from api.lifecycle import open_service
 from api.schemas import RunCreate
 from api.store import runs as runs_store
+from api.store import threads as threads_store
 from api.worker import Workers
 from tests.utils.tasks import counter
 
@@ -162,13 +163,13 @@ async def test_runs_a_claim_took_while_its_loop_was_stopped_are_handed_back(
     entered, gate, done = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def completes_whatever_happens(
-        conn: Any, worker_id: str, lease: float, limit: int = 1
+        conn: Any, worker_id: str, lease: float, limit: int = 1, **kwargs: Any
     ) -> Any:
         async def statement() -> Any:
             entered.set()
             await gate.wait()
             try:
-                return await real_claim(conn, worker_id, lease, limit)
+                return await real_claim(conn, worker_id, lease, limit, **kwargs)
             finally:
                 done.set()
 
@@ -220,3 +221,31 @@ async def test_waiting_for_a_run_that_a_rollback_removed_ends_with_not_found(
         await roll_back(runtime.pool, run["thread_id"], [run["run_id"]])
         with pytest.raises(NotFound, match="rolled back"):
             await asyncio.wait_for(svc.wait_for_end(run["run_id"]), 10)
+
+
+async def test_a_process_never_claims_again_a_run_it_still_executes(
+    runtime: Any, settings: Any
+) -> None:
+    """A heartbeat that is late (a busy process) lets the lease of a run this process executes
+    expire. Its own claim loop must not take the run over as a second attempt (the run would
+    run twice side by side, the first stopped as "lost"); another process may."""
+    tid = str(uuid.uuid4())
+    async with runtime.pool.connection() as conn:
+        await threads_store.create(conn, tid, {}, None)
+        await runs_store.insert(
+            conn,
+            thread_id=tid,
+            assistant_id="agent",
+            kwargs={},
+            metadata={},
+            multitask_strategy="reject",
+        )
+        [(run, _)] = await runs_store.claim(conn, "me", 30.0)
+        await conn.execute(  # the lease ran out while the run goes on here
+            "UPDATE runs SET lease_until = now() - interval '1 second' WHERE run_id = %s",
+            (uuid.UUID(run["run_id"]),),
+        )
+        mine = await runs_store.claim(conn, "me", 30.0, executing=[run["run_id"]])
+        assert mine == []
+        [(taken, _)] = await runs_store.claim(conn, "other", 30.0, executing=[])
+    assert (taken["run_id"], taken["attempt"]) == (run["run_id"], 2)

@@ -1,0 +1,169 @@
+"""The event log's group commit (``api.store.event_writer``): fewer transactions, same guarantees.
+
+Events are stored in batches, one statement and one commit each; a stream gets a batch only
+after its commit; a checkpoint is written only after the events emitted before it are stored;
+a writer fenced out by a takeover stores nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+import uuid
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+from api.database import PooledSaver
+from api.hub import Hub
+from api.lifecycle import open_service
+from api.schemas import RunCreate
+from api.store import events, runs, threads
+from api.store.event_writer import Emitter
+from api.store.events import LostRun
+from tests.utils.tasks import counter
+
+
+async def _claimed_run(runtime: Any) -> dict[str, Any]:
+    """A run of a new thread, claimed (running, attempt 1) by a worker called ``test``."""
+    thread_id = str(uuid.uuid4())
+    async with runtime.pool.connection() as conn:
+        await threads.create(conn, thread_id, {}, None)
+        await runs.insert(
+            conn,
+            thread_id=thread_id,
+            assistant_id="agent",
+            kwargs={},
+            metadata={},
+            multitask_strategy="reject",
+        )
+        [(run, _)] = await runs.claim(conn, "test", 30.0)
+    return run
+
+
+async def _stored(runtime: Any, run_id: str) -> list[dict[str, Any]]:
+    async with runtime.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT seq, created_at FROM run_events WHERE run_id = %s ORDER BY seq",
+            (uuid.UUID(run_id),),
+        )
+        return list(await cur.fetchall())
+
+
+async def test_events_are_stored_in_batches_and_streamed_only_once_stored(
+    runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = await _claimed_run(runtime)
+    hub = Hub(runtime.database.url)
+    trail: list[tuple[str, int]] = []
+    real_append = events.append_batch
+
+    async def append_batch(conn: Any, run_id: str, attempt: int, batch: Any) -> None:
+        await asyncio.sleep(0.02)  # a write takes a while: what comes meanwhile waits for it
+        await real_append(conn, run_id, attempt, batch)
+        trail.append(("stored", batch[-1][0]))
+
+    real_publish = hub.publish
+
+    def publish(run_id: str, stored: list[tuple[int, str, str]]) -> None:
+        trail.append(("published", stored[-1][0]))
+        real_publish(run_id, stored)
+
+    monkeypatch.setattr(events, "append_batch", append_batch)
+    monkeypatch.setattr(hub, "publish", publish)
+    waiter = hub.subscribe(run["run_id"])
+    emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+    for i in range(60):
+        await emitter.emit("custom", {"i": i})
+        await asyncio.sleep(0.002)
+    await emitter.barrier()
+
+    rows = await _stored(runtime, run["run_id"])
+    assert [r["seq"] for r in rows] == list(range(1, 61))
+    # One transaction per batch: its rows share the transaction's now().
+    batches = len({r["created_at"] for r in rows})
+    assert 1 < batches < 30, batches
+    assert [kind for kind, _ in trail].count("stored") == batches
+    # Each batch reached the stream after its commit, in order.
+    assert trail == [(kind, seq) for _, seq in trail[::2] for kind in ("stored", "published")]
+    assert [seq for seq, _, _ in waiter.buffer] == list(range(1, 61))
+
+
+async def test_a_writer_fenced_out_by_a_takeover_stores_nothing_more(runtime: Any) -> None:
+    run = await _claimed_run(runtime)
+    emitter = Emitter(
+        runtime.pool, Hub(runtime.database.url), run["run_id"], run["attempt"], run["thread_id"]
+    )
+    await emitter.emit("custom", {"before": True})
+    await emitter.barrier()
+    async with runtime.pool.connection() as conn:  # another worker took the run over
+        await conn.execute(
+            "UPDATE runs SET attempt = attempt + 1 WHERE run_id = %s", (uuid.UUID(run["run_id"]),)
+        )
+    await emitter.emit("custom", {"after": 1})
+    await emitter.emit("custom", {"after": 2})
+    with pytest.raises(LostRun):
+        await emitter.barrier()
+    with pytest.raises(LostRun):
+        await emitter.emit("custom", {"after": 3})
+    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1]
+
+
+async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
+    runtime: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With event writes slowed down, every checkpoint of a real run still finds every event
+    emitted before it in the table. (A task's writes do not wait: see api.database.)"""
+    emitted: list[int] = []
+    checks: list[tuple[str, int, int]] = []
+    real_emit = Emitter.emit
+    real_append = events.append_batch
+
+    async def emit(self: Emitter, event: str, data: Any) -> None:
+        await real_emit(self, event, data)
+        emitted.append(self.seq)
+
+    async def slow_append(conn: Any, run_id: str, attempt: int, batch: Any) -> None:
+        await asyncio.sleep(0.15)
+        await real_append(conn, run_id, attempt, batch)
+
+    async def count_stored() -> int:
+        async with runtime.pool.connection() as conn:
+            cur = await conn.execute("SELECT count(*) AS n FROM run_events")
+            row = await cur.fetchone()
+            return int(row["n"])
+
+    real_put, parent_put = PooledSaver.aput, AsyncPostgresSaver.aput
+    # Events emitted when the call entered the saver.
+    entered: contextvars.ContextVar[int] = contextvars.ContextVar("entered")
+
+    async def put(self: Any, config: Any, *args: Any) -> Any:
+        entered.set(len(emitted))
+        return await real_put(self, config, *args)
+
+    async def checked_put(self: Any, config: Any, *args: Any) -> Any:
+        checks.append(("checkpoint", entered.get(), await count_stored()))
+        return await parent_put(self, config, *args)
+
+    monkeypatch.setattr(Emitter, "emit", emit)
+    monkeypatch.setattr(events, "append_batch", slow_append)
+    monkeypatch.setattr(PooledSaver, "aput", put)
+    monkeypatch.setattr(AsyncPostgresSaver, "aput", checked_put)
+    async with open_service(settings, runtime=runtime) as svc:
+        created = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=counter(3), if_not_exists="create"),
+        )
+        deadline = time.monotonic() + 60
+        while (await svc.refreshed_run(created["thread_id"], created["run_id"]))["status"] in (
+            "pending",
+            "running",
+        ):
+            assert time.monotonic() < deadline, "the run did not end"
+            await asyncio.sleep(0.1)
+    assert (await svc.refreshed_run(created["thread_id"], created["run_id"]))["status"] == "success"
+    later = [c for c in checks if c[1] > 0]  # after the run's first event
+    assert len([c for c in later if c[0] == "checkpoint"]) >= 5
+    assert all(stored >= emitted_before for _, emitted_before, stored in later), checks
