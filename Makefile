@@ -29,8 +29,9 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Both graphs (counter, nowork) by default; e.g. `make bench BENCH_ARGS="--quick"`.
 bench: install
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench --graph both $(BENCH_ARGS)
 
 eval: install
 	$(BIN)/python -m eval --suite full

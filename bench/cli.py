@@ -7,7 +7,6 @@ import asyncio
 import os
 import platform
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -16,7 +15,10 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from bench import direct, pg, report, service
+from bench import direct, pg, report, service, throughput, workloads
+from bench.lgdev import find as find_langgraph
+from bench.lgdev import version_of
+from bench.throughput import runs_for
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -58,6 +60,26 @@ def parser() -> argparse.ArgumentParser:
         "--runs-per-level",
         type=int,
         help="measured runs per level and mode (default: 50 at c<=50, c above)",
+    )
+    p.add_argument(
+        "--graph",
+        choices=(*workloads.GRAPHS, "both"),
+        default="both",
+        help="throughput: the built-in agent's counter task, the no-work graph (bench/nowork.py), "
+        "or both (default)",
+    )
+    p.add_argument(
+        "--floor-saver",
+        choices=direct.FLOOR_SAVERS,
+        default="pooled",
+        help="the floor's checkpointer: the service's PooledSaver (default) or LangGraph's stock "
+        "AsyncPostgresSaver (one lock for all calls)",
+    )
+    p.add_argument(
+        "--langgraph-dev",
+        default=os.environ.get("BENCH_LANGGRAPH_DEV", "auto"),
+        help="the langgraph executable to compare with on the no-work graph: auto (beside this "
+        "Python, else on PATH), off, or a path (env BENCH_LANGGRAPH_DEV)",
     )
     p.add_argument("--n", type=int, default=5, help="counter task: lines to append (default 5)")
     p.add_argument("--delay", type=float, default=0.0, help="counter task: seconds per append")
@@ -103,23 +125,6 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     return p
-
-
-def runs_for(concurrency: int, args: argparse.Namespace) -> int:
-    """Runs per level: enough for stable medians at low levels (at c=1 on this machine, 20 runs
-    after 2 warm-ups once gave a latency ratio of 1.57, where four runs of 40-50 gave 1.10-1.20);
-    at high ones ``c`` (every lane runs once, so all ``c`` are in flight together), which keeps
-    c=200 within the time budget."""
-    if args.runs_per_level:
-        return int(args.runs_per_level)
-    if args.quick:
-        return 5 if concurrency == 1 else max(10, concurrency)
-    return max(50, concurrency)
-
-
-def timeout_for(concurrency: int, args: argparse.Namespace) -> float:
-    """A run's time limit: at high levels a run shares the machine with ``c - 1`` others."""
-    return float(max(args.timeout, 2.5 * concurrency))
 
 
 def loop_factory(choice: str) -> tuple[Callable[[], asyncio.AbstractEventLoop] | None, str]:
@@ -179,6 +184,7 @@ def main(argv: list[str] | None = None) -> None:
         "levels": levels,
         "warmup": warmup,
         "pool_size": args.pool_size,
+        "floor_saver": args.floor_saver,
         "workers": workers,
         "loop": loop_name,
         "cpus": os.cpu_count(),
@@ -206,20 +212,44 @@ def main(argv: list[str] | None = None) -> None:
                 timings["checkpoints"] = time.perf_counter() - t0
             if "throughput" in sections:
                 t0 = time.perf_counter()
+                graphs = list(workloads.GRAPHS) if args.graph == "both" else [args.graph]
+                meta["graphs"] = graphs
+                lgdev: Path | None = None
+                if "nowork" in graphs:
+                    lgdev, meta["langgraph_dev"] = find_langgraph(args.langgraph_dev)
+                    if lgdev is not None:
+                        meta["langgraph_dev_versions"] = version_of(lgdev)
                 say(
-                    f"bench: levels {levels}, counter n={args.n}, pool {args.pool_size}, "
-                    f"workers {workers}, loop {loop_name}; databases "
-                    f"{', '.join(names.values())}"
+                    f"bench: graphs {', '.join(graphs)}; levels {levels}, counter n={args.n}, "
+                    f"pool {args.pool_size}, workers {workers}, loop {loop_name}, floor saver "
+                    f"{args.floor_saver}; langgraph dev: {meta.get('langgraph_dev', '-')}; "
+                    f"databases {', '.join(names.values())}"
                 )
                 for mode, name in names.items():
                     urls[mode] = pg.create_database(args.pg_url, name)
-                for c in levels:
-                    result["levels"].append(
-                        throughput_level(
-                            runner, args, c, warmup, workers, urls, names, tmp, server_log
-                        )
-                    )
-                result["per_step"] = report.per_step(result["levels"])
+                ctx = throughput.Context(
+                    runner=runner,
+                    args=args,
+                    warmup=warmup,
+                    workers=workers,
+                    urls=urls,
+                    names=names,
+                    tmp=tmp,
+                    server_log=server_log,
+                    config=workloads.write_config(tmp / "graphs"),
+                    lgdev=lgdev,
+                    settle_s=0.3 if args.quick else 1.5,
+                    reuse=args.quick,
+                )
+                try:
+                    for graph in graphs:
+                        work = workloads.make(graph, args.n, args.delay)
+                        key = "levels" if graph == "counter" else f"levels_{graph}"
+                        result[key] = [throughput.level(ctx, work, c) for c in levels]
+                        step_key = "per_step" if graph == "counter" else f"per_step_{graph}"
+                        result[step_key] = report.per_step(result[key])
+                finally:
+                    ctx.close()
                 timings["throughput"] = time.perf_counter() - t0
             if "resume" in sections:
                 t0 = time.perf_counter()
@@ -245,80 +275,6 @@ def main(argv: list[str] | None = None) -> None:
     paths = report.write(result, args.out)
     print(paths["md"].read_text())
     say(f"bench: {meta['duration_s']} s; wrote {', '.join(str(p) for p in paths.values())}")
-
-
-def throughput_level(
-    runner: asyncio.Runner,
-    args: argparse.Namespace,
-    c: int,
-    warmup: int,
-    workers: int,
-    urls: dict[str, str],
-    names: dict[str, str],
-    tmp: Path,
-    server_log: Path,
-) -> dict[str, Any]:
-    """One concurrency level: the floor, then the service, back to back."""
-    runs = runs_for(c, args)
-    common = {
-        "concurrency": c,
-        "runs": runs,
-        "warmup": warmup,
-        "n": args.n,
-        "delay": args.delay,
-        "timeout": timeout_for(c, args),
-    }
-    level: dict[str, Any] = {"concurrency": c, "loadavg_1m_start": round(os.getloadavg()[0], 2)}
-
-    before = pg.stats(args.pg_url, names["direct"], settle=0)
-    level["direct"] = runner.run(
-        direct.run_level(
-            url=urls["direct"],
-            data_dir=tmp / f"direct-{c}",
-            pool_size=args.pool_size,
-            pg=(args.pg_url, names["direct"]),
-            **common,
-        )
-    )
-    xacts = pg.diff(pg.stats(args.pg_url, names["direct"]), before)
-    level["direct"]["db"] = xacts
-    level["direct"]["db_xacts_per_run"] = round(xacts["xact_commit"] / (runs + warmup), 1)
-
-    before = pg.stats(args.pg_url, names["service"], settle=0)
-    server = service.Server(
-        url=urls["service"],
-        data_dir=tmp / f"service-{c}",
-        workers=workers,
-        pool_size=args.pool_size,
-        log_path=server_log,
-    )
-    stalls: list[float] = []
-
-    def on_stall() -> None:
-        # The app logs every asyncio task's stack on SIGUSR1: where the stuck runs wait.
-        say(f"  c={c}: runs stopped finishing; the server logs its tasks' stacks to {server_log}")
-        stalls.append(time.time())
-        os.kill(server.pid, signal.SIGUSR1)
-
-    with server:
-        level["service"] = runner.run(
-            service.run_level(
-                server, pg=(args.pg_url, names["service"]), on_stall=on_stall, **common
-            )
-        )
-    xacts = pg.diff(pg.stats(args.pg_url, names["service"]), before)
-    level["service"]["stall_dumped_at"] = stalls[0] if stalls else None
-    level["service"]["db"] = xacts
-    level["service"]["db_xacts_per_run"] = round(xacts["xact_commit"] / (runs + warmup), 1)
-    level["ratios"] = report.ratios(level)
-    d, s, q = level["direct"], level["service"], level["ratios"]
-    say(
-        f"  c={c:<3} runs={runs:<4} direct {d['runs_per_s']} runs/s p50 "
-        f"{d['latency_p50_ms']} ms err {d['errors']} | service {s['runs_per_s']} "
-        f"runs/s p50 {s['latency_p50_ms']} ms err {s['errors']} | latency x"
-        f"{q['latency_p50']} throughput x{q['throughput']}"
-    )
-    return level
 
 
 def event_log(runner: asyncio.Runner, args: argparse.Namespace) -> dict[str, Any]:

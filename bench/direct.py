@@ -10,18 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from api.builtin_agent.wiring import build_agent
 from api.database import PooledSaver, open_pool, prepare_schema
 from api.runtime import saver_concurrency
 from api.settings import Settings
+from bench import nowork
 from bench.measure import PgSampler, ProcSampler, RunResult, drive, summarize
+from bench.workloads import Workload, make, task_input
 
 STREAM_MODES = ["updates", "custom"]
+FLOOR_SAVERS = ("pooled", "stock")
 
-
-def task_input(n: int, delay: float) -> dict[str, Any]:
-    return {"task": {"name": "counter", "params": {"n": n, "delay": delay}}}
+__all__ = ["FLOOR_SAVERS", "STREAM_MODES", "run_level", "task_input"]
 
 
 async def run_level(
@@ -37,14 +39,28 @@ async def run_level(
     timeout: float,
     probe: Callable[[], dict[str, Any]] | None = None,
     pg: tuple[str, str] | None = None,
+    workload: Workload | None = None,
+    floor_saver: str = "pooled",
 ) -> dict[str, Any]:
-    """Open a pool and graph like the server does, warm up, then measure ``runs`` runs."""
+    """Open a pool and graph like the server does, warm up, then measure ``runs`` runs.
+
+    ``workload``: the ``counter`` task of the built-in agent (default) or the no-work graph
+    (``bench/nowork.py``, compiled on the same saver). ``floor_saver``: ``pooled`` (the
+    service's ``PooledSaver``) or ``stock`` (LangGraph's ``AsyncPostgresSaver`` on the same pool,
+    whose one lock serializes every checkpoint call)."""
+    work = workload or make("counter", n, delay)
     settings = Settings(database_url=url, data_dir=data_dir, pool_max_size=pool_size)
     async with open_pool(url, max_size=pool_size) as pool:
         saver = PooledSaver(pool, concurrency=saver_concurrency(pool_size))
         await prepare_schema(pool, saver)
-        graph = build_agent(settings, saver)
-        recursion_limit = settings.limits.recursion_limit()
+        if floor_saver == "stock":
+            saver = AsyncPostgresSaver(pool)  # type: ignore[assignment]
+        if work.name == "counter":
+            graph = build_agent(settings, saver)
+            recursion_limit = settings.limits.recursion_limit()
+        else:
+            graph = nowork.builder().compile(checkpointer=saver)
+            recursion_limit = 4 * nowork.SUPERSTEPS
 
         async def one(_: int) -> RunResult:
             config: RunnableConfig = {
@@ -56,7 +72,7 @@ async def run_level(
             chunks = steps = 0
             verified = False
             async for mode, chunk in graph.astream(  # type: ignore[call-overload]
-                task_input(n, delay), config, stream_mode=STREAM_MODES, durability="sync"
+                work.input, config, stream_mode=STREAM_MODES, durability="sync"
             ):
                 if first is None:
                     first = time.perf_counter() - t0
@@ -72,7 +88,7 @@ async def run_level(
                 latency=latency,
                 ttfe=first,
                 events=chunks,
-                steps=steps,
+                steps=work.steps_per_run or steps,
                 error=None if verified else "the task's check did not pass",
             )
 

@@ -19,9 +19,9 @@ def per_run_ms(usage: dict[str, Any], key: str, runs: int) -> float | None:
     return round(1000 * float(usage[key]) / runs, 1)
 
 
-def ratios(level: dict[str, Any]) -> dict[str, float | None]:
-    """service / direct for one level (latency: >1 is slower; throughput: <1 is slower)."""
-    d, s = level["direct"], level["service"]
+def ratios(level: dict[str, Any], mode: str = "service") -> dict[str, float | None]:
+    """``mode`` / direct for one level (latency: >1 is slower; throughput: <1 is slower)."""
+    d, s = level["direct"], level[mode]
     return {
         "latency_p50": ratio(s["latency_p50_ms"], d["latency_p50_ms"]),
         "latency_p95": ratio(s["latency_p95_ms"], d["latency_p95_ms"]),
@@ -75,6 +75,7 @@ def per_step(levels: list[dict[str, Any]]) -> dict[str, Any] | None:
     both_d = None if cpu_d is None or pg_d is None else cpu_d + pg_d
     both_s = None if cpu_s is None or pg_s is None else cpu_s + pg_s
     return {
+        "graph": level.get("graph", "counter"),
         "concurrency": 1,
         "steps_per_run": steps,
         "steps_per_run_service": s.get("steps_per_run"),
@@ -100,7 +101,9 @@ def markdown(result: dict[str, Any]) -> str:
     out = [
         f"# threadline benchmark — {meta['timestamp']}",
         "",
-        f"Task `counter` n={meta['n']} delay={meta['delay']} · {meta['cpus']} CPUs · "
+        f"Graphs {', '.join(meta.get('graphs') or ['counter'])} (`counter` n={meta['n']} "
+        f"delay={meta['delay']}) · floor saver {meta.get('floor_saver', 'pooled')} · "
+        f"{meta['cpus']} CPUs · "
         f"Python {meta['python']} · langgraph {meta['langgraph']} · PostgreSQL "
         f"{meta['postgres']} · pool {meta['pool_size']} · workers {meta['workers']} · "
         f"event loop {meta['loop']}" + (" · **quick**" if meta.get("quick") else ""),
@@ -109,10 +112,12 @@ def markdown(result: dict[str, Any]) -> str:
         f"{meta.get('loadavg_start')}, at the end {meta.get('loadavg_end')}.",
         "",
     ]
-    if result.get("levels"):
-        out += throughput_markdown(result)
+    for graph, key in (("counter", "levels"), ("nowork", "levels_nowork")):
+        if result.get(key):
+            out += throughput_markdown(result, graph, result[key])
     for key, render in (
         ("per_step", per_step_markdown),
+        ("per_step_nowork", per_step_markdown),
         ("eventlog", eventlog_markdown),
         ("checkpoints", checkpoints_markdown),
         ("resume", resume_markdown),
@@ -128,100 +133,152 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def throughput_markdown(result: dict[str, Any]) -> list[str]:
+MODE_LABELS = {
+    "direct": "floor",
+    "service": "threadline",
+    "service_create": "threadline 1 req",
+    "langgraph_dev": "langgraph dev",
+}
+
+
+def _modes(levels: list[dict[str, Any]]) -> list[str]:
+    return [m for m in MODE_LABELS if any(lv.get(m, {}).get("runs") for lv in levels)]
+
+
+def throughput_markdown(
+    result: dict[str, Any], graph: str, levels: list[dict[str, Any]]
+) -> list[str]:
     meta = result["meta"]
+    what = (
+        f"the built-in agent's `counter` task (n={meta['n']}, delay={meta['delay']}; its tool "
+        "calls are real subprocesses)"
+        if graph == "counter"
+        else "`bench/nowork.py`: agent → 5 parallel tool tasks (`Send`) → 4 more agent/tool "
+        "rounds → verify, 12 supersteps, 19 events (updates + custom), nodes that do nothing"
+    )
+    modes = _modes(levels)
+    dev = meta.get("langgraph_dev")
+    saver = (
+        "LangGraph's stock `AsyncPostgresSaver`"
+        if meta.get("floor_saver") == "stock"
+        else "the service's `PooledSaver` (an `AsyncPostgresSaver` without the one lock)"
+    )
     out = [
-        "## Service vs the floor",
+        f"## Service vs the floor: `{graph}`",
         "",
-        "*direct* = the same graph in one process on a `PooledSaver` (the floor); *service* = "
-        "`POST /threads/{new id}/runs/stream` (`if_not_exists: create`) over HTTP/SSE against "
-        "`threadline serve`. Each level runs direct, then service, back to back: compare the "
-        "ratios, not absolute times (shared, noisy machine).",
+        f"Graph: {what}. *floor* = the same graph in one process on {saver}, "
+        '`durability="sync"`, a new thread per run; *threadline* = `POST /threads`, then '
+        "`POST /threads/{id}/runs/stream` (`updates` + `custom`) read to `end`, against "
+        "`threadline serve`; *threadline 1 req* = one `POST /threads/{new id}/runs/stream` with "
+        "`if_not_exists: create`"
+        + (
+            "; *langgraph dev* = `langgraph dev` (in memory, not durable) on the same graph, runs "
+            "started like *threadline*, read to the end of the stream"
+            if graph == "nowork"
+            else ""
+        )
+        + ". Each level runs them back to back: compare the ratios, not absolute times (shared, "
+        "noisy machine)." + (f" langgraph dev: {dev}." if graph == "nowork" and dev else ""),
         "",
         "| c | mode | runs | err | runs/s | p50 ms | p95 ms | 1st graph event p50 ms "
         "| 1st event (metadata) p50 ms "
         "| CPU ms/run | PG CPU ms/run | tools CPU ms/run | DB xacts/run | peak RSS MB |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for level in result["levels"]:
-        for mode in ("direct", "service"):
-            r = level[mode]
+    for level in levels:
+        for mode in modes:
+            r = level.get(mode)
+            if not r or not r.get("runs"):
+                continue
             p = r["process"]
             out.append(
-                f"| {level['concurrency']} | {mode} | {r['runs']} | {r['errors']} "
+                f"| {level['concurrency']} | {MODE_LABELS[mode]} | {r['runs']} | {r['errors']} "
                 f"| {_fmt(r['runs_per_s'], 2)} | {_fmt(r['latency_p50_ms'])} "
-                f"| {_fmt(r['latency_p95_ms'])} | {_fmt(r['ttfe_p50_ms'])} "
-                f"| {_fmt(r.get('ttfe_meta_p50_ms'))} "
+                f"| {_fmt(r['latency_p95_ms'])} | {_fmt(r['ttfe_p50_ms'], 1)} "
+                f"| {_fmt(r.get('ttfe_meta_p50_ms'), 1)} "
                 f"| {_fmt(per_run_ms(p, 'cpu_s', r['runs']))} | {_fmt(pg_ms(r))} "
                 f"| {_fmt(per_run_ms(p, 'children_cpu_s', r['runs']))} "
                 f"| {_fmt(r.get('db_xacts_per_run'), 1)} | {_fmt(p['peak_rss_mb'])} |"
             )
     out += [
         "",
-        "**service / direct** (same run; latency and CPU: 1.0 = as cheap as the floor, higher "
+        "**÷ the floor** (same level; latency and CPU: 1.0 = as cheap as the floor, higher "
         "is worse; throughput: 1.0 = as fast, lower is worse)",
         "",
-        "| c | latency p50 x | latency p95 x | throughput x | TTFE graph p50 x | CPU/run x "
-        "| PG CPU/run x | all CPU/run x | DB xacts/run x |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| c | mode | latency p50 x | latency p95 x | throughput x | TTFE graph p50 x "
+        "| CPU/run x | PG CPU/run x | all CPU/run x | DB xacts/run x |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for level in result["levels"]:
-        q = level["ratios"]
-        out.append(
-            f"| {level['concurrency']} | {_fmt(q['latency_p50'], 2)} "
-            f"| {_fmt(q['latency_p95'], 2)} | {_fmt(q['throughput'], 2)} "
-            f"| {_fmt(q['ttfe_p50'], 2)} | {_fmt(q['cpu_per_run'], 2)} "
-            f"| {_fmt(q['pg_cpu_per_run'], 2)} | {_fmt(q['all_cpu_per_run'], 2)} "
-            f"| {_fmt(q['db_xacts_per_run'], 2)} |"
-        )
+    for level in levels:
+        for mode, q in (level.get("ratios_by_mode") or {"service": level["ratios"]}).items():
+            out.append(
+                f"| {level['concurrency']} | {MODE_LABELS.get(mode, mode)} "
+                f"| {_fmt(q['latency_p50'], 2)} "
+                f"| {_fmt(q['latency_p95'], 2)} | **{_fmt(q['throughput'], 2)}** "
+                f"| {_fmt(q['ttfe_p50'], 2)} | {_fmt(q['cpu_per_run'], 2)} "
+                f"| {_fmt(q['pg_cpu_per_run'], 2)} | {_fmt(q['all_cpu_per_run'], 2)} "
+                f"| {_fmt(q['db_xacts_per_run'], 2)} |"
+            )
+    if graph == "nowork" and "langgraph_dev" not in modes:
+        out += ["", f"langgraph dev: {dev or 'not measured'}."]
     out += [
         "",
-        "Time to first event (TTFE): *1st graph event* is the first graph chunk (direct) / the "
-        "first SSE event after `metadata` (service), counted from the run's first request; "
-        "*1st event (metadata)* is the service's first SSE event, what a client sees first "
-        "(direct has none). TTFE x compares the graph events. Latency (service) runs from "
-        "that request to the `end` event. CPU ms/run: the graph process (direct: the "
-        "benchmark process; service: the server), excluding the tool subprocesses every run "
-        "starts (tools CPU); PG CPU: the PostgreSQL backends of the level's database; all CPU: "
-        "the three together. DB xacts/run: `pg_stat_database.xact_commit` of the level's "
-        "database over all its runs, warm-up and server start-up included (approximate). Peak RSS: "
-        "sampled every 50 ms.",
+        "Time to first event (TTFE): *1st graph event* is the first graph chunk (floor) / the "
+        "first SSE event after `metadata` (servers), counted from the run's first request; "
+        "*1st event (metadata)* is a server's first SSE event, what a client sees first "
+        "(the floor has none). TTFE x compares the graph events. Latency (servers) runs from "
+        "that request to the `end` event (`langgraph dev` sends none: to the end of the "
+        "stream). CPU ms/run: the graph process (floor: the benchmark process; servers: the "
+        "server), excluding the tool subprocesses runs start (tools CPU); PG CPU: the "
+        "PostgreSQL backends of the level's database; all CPU: the three together. DB "
+        "xacts/run: `pg_stat_database.xact_commit` of the level's database over all its runs, "
+        "warm-up and server start-up included (approximate). Peak RSS: sampled every 50 ms.",
     ]
     clients = [
         f"c={lv['concurrency']}: "
         + _fmt(per_run_ms(lv["service"]["client"], "cpu_s", lv["service"]["runs"]))
-        for lv in result["levels"]
+        for lv in levels
     ]
     out += [
         "",
-        "Benchmark client CPU ms/run during the service phase: "
+        "Benchmark client CPU ms/run during the threadline phase: "
         + ", ".join(clients)
         + ". Load average (1 min) at each level's start: "
-        + ", ".join(
-            f"c={lv['concurrency']}: {lv.get('loadavg_1m_start')}" for lv in result["levels"]
-        )
+        + ", ".join(f"c={lv['concurrency']}: {lv.get('loadavg_1m_start')}" for lv in levels)
         + f" ({meta['cpus']} CPUs).",
     ]
     errors = [
-        f"- c={lv['concurrency']} {mode}, {lv[mode]['errors']} failed, e.g.: "
+        f"- c={lv['concurrency']} {MODE_LABELS[mode]}, {lv[mode]['errors']} failed, e.g.: "
         + "; ".join(f"`{e}`" for e in lv[mode]["error_samples"][:3])
-        for lv in result["levels"]
-        for mode in ("direct", "service")
-        if lv[mode]["errors"]
+        for lv in levels
+        for mode in modes
+        if lv.get(mode, {}).get("errors")
     ]
-    if errors:
-        out += ["", "Errors:", *errors]
+    starts = [
+        f"- c={lv['concurrency']} langgraph dev did not start: "
+        f"`{lv['langgraph_dev']['start_error'][-300:]}`"
+        for lv in levels
+        if (lv.get("langgraph_dev") or {}).get("start_error")
+    ]
+    if errors or starts:
+        out += ["", "Errors:", *errors, *starts]
+    out.append("")
     return out
 
 
 def per_step_markdown(p: dict[str, Any], result: dict[str, Any]) -> str:
     return "\n".join(
         [
-            "## Per-step overhead (c=1)",
+            f"## Per-step overhead (c=1, `{p.get('graph', 'counter')}`)",
             "",
-            f"(service - direct) / {_fmt(p['steps_per_run'], 1)} agent steps per run "
-            f"(`counter` n={result['meta']['n']}; the service counted "
-            f"{_fmt(p['steps_per_run_service'], 1)}):",
+            (
+                f"(service - direct) / {_fmt(p['steps_per_run'], 1)} agent steps per run "
+                f"(`counter` n={result['meta']['n']}; the service counted "
+                f"{_fmt(p['steps_per_run_service'], 1)}):"
+                if p.get("graph", "counter") == "counter"
+                else f"(service - direct) / {_fmt(p['steps_per_run'], 1)} supersteps per run "
+                "(the no-work graph; *service*: `POST /threads` + stream):"
+            ),
             "",
             "| latency p50 ms/step | CPU ms/step (graph process) "
             "| CPU ms/step (graph + PostgreSQL) | floor latency ms/step |",
@@ -239,7 +296,8 @@ def per_step_markdown(p: dict[str, Any], result: dict[str, Any]) -> str:
 
 def eventlog_markdown(e: dict[str, Any], result: dict[str, Any]) -> str:
     us = e["us_per_event"]
-    level = next((lv for lv in result.get("levels", []) if lv["concurrency"] == 1), None)
+    levels = result.get("levels") or result.get("levels_nowork") or []
+    level = next((lv for lv in levels if lv["concurrency"] == 1), None)
     per_run = level["service"]["events_per_run"] if level else None
     lat = level["service"]["latency_p50_ms"] if level else None
     rows = []
@@ -480,61 +538,83 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    levels = result.get("levels") or []
+    # Latency and throughput of the no-work graph when it ran (the worst case), else counter's.
+    graph = "nowork" if result.get("levels_nowork") else "counter"
+    levels = result.get("levels_nowork") or result.get("levels") or []
     xs = list(range(len(levels)))
     labels = [str(lv["concurrency"]) for lv in levels]
     fig, grid = plt.subplots(2, 2, figsize=(13, 9))
     axes = list(grid.flat)
+    modes = _modes(levels)
+    colors = {
+        "direct": "tab:blue",
+        "service": "tab:orange",
+        "service_create": "tab:red",
+        "langgraph_dev": "tab:green",
+    }
+
+    def value(lv: dict[str, Any], mode: str, key: str) -> float | None:
+        r = lv.get(mode) or {}
+        return r.get(key) if r.get("runs") else None
 
     ax = axes[0]
-    for mode, color in (("direct", "tab:blue"), ("service", "tab:orange")):
+    for mode in modes:
+        label = MODE_LABELS[mode]
         ax.plot(
             xs,
-            [lv[mode]["latency_p50_ms"] for lv in levels],
+            [value(lv, mode, "latency_p50_ms") for lv in levels],
             "o-",
-            color=color,
-            label=f"{mode} p50",
+            color=colors[mode],
+            label=f"{label} p50",
         )
         ax.plot(
             xs,
-            [lv[mode]["latency_p95_ms"] for lv in levels],
+            [value(lv, mode, "latency_p95_ms") for lv in levels],
             "s--",
-            color=color,
-            alpha=0.6,
-            label=f"{mode} p95",
+            color=colors[mode],
+            alpha=0.5,
+            label=f"{label} p95",
         )
-    ax.set_title("latency per run (ms)")
+    ax.set_title(f"{graph}: latency per run (ms)")
     ax.set_yscale("log")
 
     ax = axes[1]
-    width = 0.38
-    ax.bar(
-        [x - width / 2 for x in xs],
-        [lv["direct"]["runs_per_s"] or 0 for lv in levels],
-        width,
-        label="direct",
-        color="tab:blue",
-    )
-    ax.bar(
-        [x + width / 2 for x in xs],
-        [lv["service"]["runs_per_s"] or 0 for lv in levels],
-        width,
-        label="service",
-        color="tab:orange",
-    )
-    ax.set_title("throughput (runs/s)")
+    width = 0.8 / max(1, len(modes))
+    for i, mode in enumerate(modes):
+        ax.bar(
+            [x - 0.4 + width * (i + 0.5) for x in xs],
+            [value(lv, mode, "runs_per_s") or 0 for lv in levels],
+            width,
+            label=MODE_LABELS[mode],
+            color=colors[mode],
+        )
+    ax.set_title(f"{graph}: throughput (runs/s)")
 
     ax = axes[2]
-    for key, marker in (
-        ("latency_p50", "o-"),
-        ("throughput", "s-"),
-        ("cpu_per_run", "^-"),
-        ("all_cpu_per_run", "v-"),
-        ("ttfe_p50", "d-"),
-    ):
-        ax.plot(xs, [lv["ratios"][key] for lv in levels], marker, label=f"{key} x")
+    for name, key in (("counter", "levels"), ("nowork", "levels_nowork")):
+        found = result.get(key) or []
+        if len(found) != len(levels):
+            continue
+        for mode in _modes(found)[1:]:
+            q = [(lv.get("ratios_by_mode") or {}).get(mode) or {} for lv in found]
+            style = "-" if name == "nowork" else ":"
+            ax.plot(
+                xs,
+                [x.get("throughput") for x in q],
+                "s" + style,
+                color=colors[mode],
+                label=f"{name} {MODE_LABELS[mode]} throughput x",
+            )
+            ax.plot(
+                xs,
+                [x.get("latency_p50") for x in q],
+                "o" + style,
+                color=colors[mode],
+                alpha=0.5,
+                label=f"{name} {MODE_LABELS[mode]} p50 x",
+            )
     ax.axhline(1.0, color="grey", lw=1)
-    ax.set_title("service / direct")
+    ax.set_title("÷ the floor (throughput: higher is better; p50: lower is better)")
 
     for ax in axes[:3]:
         ax.set_xticks(xs, labels)
@@ -584,7 +664,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.legend(fontsize=8)
 
     meta = result["meta"]
-    fig.suptitle(f"threadline vs in-process floor — counter n={meta['n']}, {meta['timestamp']}")
+    fig.suptitle(f"threadline vs the in-process floor — {meta['timestamp']}")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -13,12 +13,13 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
-from bench.direct import STREAM_MODES, task_input
+from bench.direct import STREAM_MODES
 from bench.measure import PgSampler, ProcSampler, RunResult, drive, summarize
+from bench.workloads import Workload, make
 
 SCRUBBED_PREFIXES = ("THREADLINE_", "OPENAI_")
 """Dropped from the server's environment: the benchmark sets what it needs, nothing leaks in."""
@@ -36,6 +37,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class Target(Protocol):
+    """A running server to drive: :class:`Server`, or ``bench.lgdev.LangGraphDev``."""
+
+    base_url: str
+    startup_s: float | None
+
+    @property
+    def pid(self) -> int: ...
 
 
 class Server:
@@ -136,25 +147,47 @@ class Server:
         self.stop()
 
 
+FORMS = ("threads", "create")
+"""How a service run starts: ``threads`` = ``POST /threads``, then ``POST
+/threads/{id}/runs/stream`` (two requests, the issue's shape); ``create`` = one request,
+``POST /threads/{new id}/runs/stream`` with ``"if_not_exists": "create"``."""
+
+
 async def one_run(
-    client: httpx.AsyncClient, n: int, delay: float, trace: dict[str, Any] | None = None
+    client: httpx.AsyncClient,
+    n: int,
+    delay: float,
+    trace: dict[str, Any] | None = None,
+    *,
+    workload: Workload | None = None,
+    form: str = "create",
+    expect_end: bool = True,
 ) -> RunResult:
-    """``POST /threads/{new id}/runs/stream`` with ``if_not_exists: "create"`` (one request makes
-    the thread and starts the run, as the floor's ``astream`` on a new thread id does), reading
-    SSE up to ``end``. Latency and time to first event count from that request.
+    """One run read over SSE up to ``end`` (``expect_end``; else to the end of the stream, as
+    ``langgraph dev`` sends no ``end`` event). ``form`` says how it starts (see ``FORMS``): with
+    ``create`` one request makes the thread and starts the run, as the floor's ``astream`` on a
+    new thread id does. Latency and time to first event count from the run's first request.
 
     ``trace`` follows the run's progress (stage, run id, last event), for saying where a run
     that timed out was stuck."""
+    work = workload or make("counter", n, delay)
     trace = {} if trace is None else trace
-    thread_id = str(uuid.uuid4())
-    trace.update(stage="POST /runs/stream (waiting for headers)", thread_id=thread_id)
-    body = {
-        "assistant_id": "agent",
-        "input": task_input(n, delay),
+    body: dict[str, Any] = {
+        "assistant_id": work.assistant_id,
+        "input": work.input,
         "stream_mode": STREAM_MODES,
-        "if_not_exists": "create",
     }
     t0 = time.perf_counter()
+    if form == "threads":
+        trace.update(stage="POST /threads")
+        created = await client.post("/threads", json={})
+        if created.status_code != 200:
+            raise RuntimeError(f"POST /threads: HTTP {created.status_code}: {created.text[:200]}")
+        thread_id = str(created.json()["thread_id"])
+    else:
+        thread_id = str(uuid.uuid4())
+        body["if_not_exists"] = "create"
+    trace.update(stage="POST /runs/stream (waiting for headers)", thread_id=thread_id)
     ttfe_meta = ttfe = None
     events = steps = 0
     event: str | None = None
@@ -210,6 +243,8 @@ async def one_run(
                 data.append(value)
     if latency is None:
         latency = time.perf_counter() - t0
+    if status is None and not expect_end and verified:
+        status = "success"  # no end event to say so: the graph's verdict and no error
     ok = status == "success" and verified and error is None
     trace["ok"] = ok
     if not ok:
@@ -224,7 +259,7 @@ async def one_run(
         ttfe=ttfe,
         ttfe_meta=ttfe_meta,
         events=events,
-        steps=steps,
+        steps=work.steps_per_run or steps,
         error=None if ok else error,
     )
 
@@ -247,7 +282,7 @@ def client_for(base_url: str, concurrency: int, timeout: float) -> httpx.AsyncCl
 
 
 async def run_level(
-    server: Server,
+    server: Target,
     *,
     concurrency: int,
     runs: int,
@@ -258,14 +293,19 @@ async def run_level(
     probe: Callable[[], dict[str, Any]] | None = None,
     pg: tuple[str, str] | None = None,
     on_stall: Callable[[], None] | None = None,
+    workload: Workload | None = None,
+    form: str = "create",
+    expect_end: bool = True,
 ) -> dict[str, Any]:
     """Warm up, then measure ``runs`` runs against a started server, sampling its process.
 
-    ``on_stall`` is called once when runs are still out but none has finished for
+    ``workload``, ``form`` and ``expect_end`` go to :func:`one_run`; ``server`` is a
+    :class:`Server` or anything with its ``base_url``, ``pid`` and ``startup_s`` (``langgraph
+    dev``). ``on_stall`` is called once when runs are still out but none has finished for
     ``STALL_SECONDS`` (the CLI asks the server to log its asyncio tasks' stacks)."""
     async with client_for(server.base_url, concurrency, timeout) as client:
         for _ in range(warmup):
-            await one_run(client, n, delay)
+            await one_run(client, n, delay, workload=workload, form=form, expect_end=expect_end)
         before = probe() if probe else None
         sampler = ProcSampler(server.pid).start()
         pg_sampler = PgSampler(*pg).start() if pg else None
@@ -274,7 +314,9 @@ async def run_level(
 
         def traced(i: int) -> Any:
             traces[i] = {}
-            return one_run(client, n, delay, traces[i])
+            return one_run(
+                client, n, delay, traces[i], workload=workload, form=form, expect_end=expect_end
+            )
 
         watchdog = asyncio.create_task(_watch_stalls(traces, runs, on_stall)) if on_stall else None
         results, wall = await drive(
