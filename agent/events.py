@@ -84,6 +84,19 @@ class CallsSupersededEvent(TypedDict):
     tool_call_ids: list[str]
 
 
+class ContextCompactedEvent(TypedDict):
+    """Older turns were replaced by one summary message to keep the model's input under its
+    context budget (``agent.context``); the summary is in the thread's messages too."""
+
+    type: Literal["context_compacted"]
+    removed_messages: int
+    tokens_before: int
+    """Estimated tokens of the call before (system prompt, messages, tool schemas)."""
+    tokens_after: int
+    budget: int
+    summary: str
+
+
 AgentEvent = (
     StepEvent
     | StepFinishedEvent
@@ -92,6 +105,7 @@ AgentEvent = (
     | ToolFinishedEvent
     | VerifyEvent
     | CallsSupersededEvent
+    | ContextCompactedEvent
 )
 """Any of the agent's progress events; tell them apart by ``type``."""
 

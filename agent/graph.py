@@ -50,7 +50,8 @@ def rule_calls(
 
     The rule travels in the ``Send`` payload, which the checkpoint keeps: a run that resumes the
     call (its approval, a takeover after a crash) executes it under the rule it was made under,
-    whatever that run's own config says.
+    whatever that run's own config says. So does its place in the step: its ``position`` and, for
+    a call that writes, the earlier writes it runs after.
     """
     last = state["messages"][-1]
     assert isinstance(last, AIMessage)
@@ -64,15 +65,17 @@ def rule_calls(
     except ValueError as err:
         run_rules, refusal = {}, f"The call was not run: {err}."
     out: list[ToolTask] = []
-    for call in last.tool_calls:
+    writes: list[str] = []
+    for position, call in enumerate(last.tool_calls):
         tool = tools.get(call["name"])
+        read_only = tool.read_only if tool else False
         ruling = policy.decide(
-            call["name"],
-            read_only=tool.read_only if tool else False,
-            run_rules=run_rules,
-            task_rules=task_rules,
+            call["name"], read_only=read_only, run_rules=run_rules, task_rules=task_rules
         )
-        task = ToolTask(tool_call=call, ruling=ruling.as_dict())
+        task = ToolTask(tool_call=call, ruling=ruling.as_dict(), position=position)
+        if not read_only:  # writes run one at a time, in this order (agent.concurrency)
+            task["after"] = list(writes)
+            writes.append(str(call["id"]))
         if refusal:
             task["refusal"] = refusal
         out.append(task)

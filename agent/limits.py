@@ -27,6 +27,12 @@ class Limits:
     """Acceptance checks per task; a failure before the last one goes back to the agent."""
     check_timeout: float = 120.0
     tool_output_cap: int = 16_000
+    tool_concurrency: int = 4
+    """Read-only tool calls of one step running at once per thread (``agent.concurrency``);
+    calls that write always run one at a time, in the order the model gave them."""
+    context_budget: int | None = None
+    """Tokens one model call may send (system prompt, messages, tool schemas); ``None``: the
+    model's known window minus room for its reply (``agent.context.default_budget``)."""
 
     def recursion_limit(self) -> int:
         """A LangGraph ``recursion_limit`` that the other guards always reach first."""

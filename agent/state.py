@@ -102,6 +102,12 @@ class ToolTask(TypedDict, total=False):
     requested_by: str
     """A direct call's: the identity of the run that asked for it (the server's
     ``langgraph_auth_user_id``, else ``anonymous``), whom the audit log names for it."""
+    position: int
+    """The call's index among the tool calls of the model's message."""
+    after: list[str]
+    """Only on a call that writes (its tool is not read-only, or unknown): the ids of the step's
+    earlier calls that write, which finish before it starts (``agent.concurrency``). A payload
+    without ``position`` and ``after`` (checkpointed before they existed) runs at once."""
 
 
 class ReviewTask(TypedDict):

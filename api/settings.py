@@ -98,6 +98,13 @@ class Settings(BaseSettings):
     max_tokens: int = Field(200_000, ge=1)
     max_seconds: float = Field(600.0, gt=0)
     max_verify_attempts: int = Field(2, ge=1)
+    tool_concurrency: int = Field(4, ge=1, le=64)
+    """Read-only tool calls of one agent step that run at once per thread; calls that write run
+    one at a time, in the order the model gave them."""
+    context_budget: int | None = Field(None, ge=256)
+    """Tokens one model call may send (system prompt, messages, tool schemas, estimated);
+    above 80% of it older turns are compacted into a summary (``agent.context``). Unset: the
+    model's known window minus room for its reply (32,000 for an unknown model)."""
 
     auth: Literal["none", "keys"] = "none"
     """``keys``: built-in API keys (``threadline keys create``); ``none``: no authentication, and
@@ -164,6 +171,8 @@ class Settings(BaseSettings):
             max_tokens=self.max_tokens,
             max_seconds=self.max_seconds,
             max_verify_attempts=self.max_verify_attempts,
+            tool_concurrency=self.tool_concurrency,
+            context_budget=self.context_budget,
         )
 
     @property

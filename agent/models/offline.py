@@ -19,6 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
+from agent.context_summary import compacted_view, conversation_length
 from agent.tasks import CATALOG, find_marker, plan_view
 
 OFFLINE_MODEL_NAME = "threadline-offline (scripted demo plans, not a language model)"
@@ -61,16 +62,20 @@ class OfflineChatModel(BaseChatModel):
             message = AIMessage(content=NOT_CONFIGURED)
         else:
             _, params, start = found
-            planned = task.plan(task.parse_params(params), plan_view(messages, start))
-            # Ids derive from the conversation's length, so a re-run step repeats the same ids
-            # (and the same idempotency keys) while ids never repeat within a thread.
+            # A context compaction's summary stands for the replies it removed.
+            view = compacted_view(plan_view(messages, start), messages[start + 1 :])
+            planned = task.plan(task.parse_params(params), view)
+            # Ids derive from the conversation's length (counting what summaries stand for), so
+            # a re-run step repeats the same ids (and the same idempotency keys) while ids never
+            # repeat within a thread.
+            length = conversation_length(messages)
             message = AIMessage(
                 content=planned.content,
                 tool_calls=[
                     {
                         "name": c.name,
                         "args": c.args,
-                        "id": f"call_{len(messages)}_{i}",
+                        "id": f"call_{length}_{i}",
                         "type": "tool_call",
                     }
                     for i, c in enumerate(planned.calls)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from agent.context import ContextCompactor, default_budget, model_name_of
 from agent.events import (
     BudgetEvent,
     CallsSupersededEvent,
@@ -65,12 +67,13 @@ class AgentStep:
     tasks: TaskCatalog
 
     def __post_init__(self) -> None:
-        self.bound: Runnable[Any, BaseMessage] = self.model.bind_tools(
-            [t.openai_schema() for t in self.tools]
-        )
+        schemas = [t.openai_schema() for t in self.tools]
+        self.bound: Runnable[Any, BaseMessage] = self.model.bind_tools(schemas)
         self.system = SystemMessage(
             SYSTEM_PROMPT.format(tools=", ".join(t.name for t in self.tools))
         )
+        budget = self.limits.context_budget or default_budget(model_name_of(self.model))
+        self.context = ContextCompactor(self.model, self.system, schemas, budget)
 
     def _start_task(
         self, state: AgentState, thread_id: str
@@ -137,6 +140,7 @@ class AgentStep:
         elif not state.get("messages"):
             raise ValueError("the input needs 'messages' or a 'task'")
         usage: Usage = {**(update.get("usage") or state.get("usage") or zero_usage())}
+        added = _with_ids(added)  # a compaction may name them
         removed = _removed(added)
         messages: list[BaseMessage] = [m for m in state.get("messages", []) if m.id not in removed]
         messages += [m for m in added if not isinstance(m, RemoveMessage)]
@@ -156,6 +160,14 @@ class AgentStep:
             return {**update, "messages": added, "usage": usage, "status": "budget_exceeded"}
         starting: StepEvent = {"type": "step", "node": "agent", "step": step}
         write(starting)
+        # Compacted in this step's update: a crash before it returns loses nothing (the step
+        # runs again, and compacts again, from the last checkpoint).
+        compaction = await self.context.fit(messages, config)
+        if compaction is not None:
+            added = [*added, *compaction.writes]
+            messages = compaction.messages
+            usage["tokens"] += compaction.tokens_used
+            write(compaction.event)
         response = await self.bound.ainvoke([self.system, *messages], config)
         if not isinstance(response, AIMessage):  # pragma: no cover - chat models return AIMessage
             response = AIMessage(content=str(response.content))
@@ -185,6 +197,11 @@ class AgentStep:
         if status != update.get("status", state.get("status")):
             out["status"] = status
         return out
+
+
+def _with_ids(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages``, each with an id."""
+    return [m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in messages]
 
 
 def _last_tool_results(messages: list[BaseMessage]) -> list[ToolMessage]:

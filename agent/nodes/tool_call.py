@@ -2,7 +2,9 @@
 
 A call that finished before a crash is never run again: its ``ToolMessage`` is already a saved
 pending write of the interrupted step, and LangGraph re-runs only the unfinished tasks. An ``ask``
-call comes with its answer from the ``review`` node, which asked before anything ran.
+call comes with its answer from the ``review`` node, which asked before anything ran. Read-only
+calls of a step run together up to ``Limits.tool_concurrency``; calls that write run one at a
+time in the model's order (``agent.concurrency``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
 from agent.approval import ApprovalDecision, AskedCall, approval_request, parse_decisions
+from agent.concurrency import ToolTurns
 from agent.events import ToolExecution, ToolFinishedEvent, ToolStartedEvent, event_writer
 from agent.hooks import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
 from agent.limits import Limits
@@ -51,6 +54,7 @@ class ToolCallNode:
 
     def __post_init__(self) -> None:
         self.by_name = {t.name: t for t in self.tools}
+        self.turns = ToolTurns(self.limits.tool_concurrency)
 
     def _ruling(self, task: ToolTask, tool: ToolSpec) -> dict[str, str]:
         """The rule decided when the call was made (in its payload). A payload from before rules
@@ -85,6 +89,10 @@ class ToolCallNode:
             return f"The approval answer was invalid ({err}); not run."
 
     async def __call__(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
+        async with self.turns.call(task, config):
+            return await self._run(task, config)
+
+    async def _run(self, task: ToolTask, config: RunnableConfig) -> dict[str, Any]:
         call: dict[str, Any] = dict(task["tool_call"])
         tool = self.by_name.get(call["name"])
         if tool is None:
@@ -94,7 +102,6 @@ class ToolCallNode:
                 f"{', '.join(self.by_name)}.",
                 ok=False,
             )
-        configurable = config.get("configurable") or {}
         if task.get("refusal"):
             return _message(call, str(task["refusal"]), ok=False)
         ruling = self._ruling(task, tool)
@@ -120,6 +127,18 @@ class ToolCallNode:
                 )
             if decision.decision == "edit" and decision.args is not None:
                 args = decision.args
+        async with self.turns.turn(task, config):  # reads up to the cap, writes in order
+            return await self._execute(task, config, tool, call, args)
+
+    async def _execute(
+        self,
+        task: ToolTask,
+        config: RunnableConfig,
+        tool: ToolSpec,
+        call: dict[str, Any],
+        args: dict[str, Any],
+    ) -> dict[str, Any]:
+        configurable = config.get("configurable") or {}
         write = event_writer()
         key = f"{thread_id_of(config)}:{call['id']}"
         lookup = configurable.get(PRIOR_RESULT_KEY)

@@ -166,14 +166,14 @@ async def test_counter_runs_to_verified_with_parallel_calls(
     assert all("left" in e for e in out.of_type("budget"))
     assert out.nodes[-1] == "verify"
 
-    # Step 2 makes two calls that run side by side: both start before either finishes, and
-    # both finish before step 3 starts.
+    # Step 2 makes two calls that write (run_command): they run one at a time, in the order
+    # the model gave them, and both finish before step 3 starts (agent.concurrency).
     kinds_in_order = [(e["type"], e.get("step")) for e in out.custom]
     start2 = kinds_in_order.index(("step", 2))
     start3 = kinds_in_order.index(("step", 3))
     in_step2 = [t for t, _ in kinds_in_order[start2 + 1 : start3]]
     tool_events = [t for t in in_step2 if t.startswith("tool_")]
-    assert tool_events == ["tool_started", "tool_started", "tool_finished", "tool_finished"]
+    assert tool_events == ["tool_started", "tool_finished", "tool_started", "tool_finished"]
 
 
 async def test_fix_test_with_auto_policy_runs_to_verified(
