@@ -1,9 +1,10 @@
-"""Readable terminal lines for stream chunks (``updates`` and ``custom`` modes), as the SSE
-stream carries them (JSON objects)."""
+"""Readable terminal lines for stream chunks (``updates``, ``custom`` and ``messages-tuple``
+modes), as the SSE stream carries them (JSON objects)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Container
 from typing import Any, cast
 
 from agent.approval import approval_calls, is_approval_request
@@ -46,8 +47,58 @@ def render_custom(data: Any) -> str | None:
     return None
 
 
-def render_update(data: Any) -> list[str]:
-    """Lines for an ``updates`` chunk: the model's words and interrupts."""
+class TextStream:
+    """The agent's text as the model writes it (``messages-tuple`` chunks): one ``  agent: ``
+    line per AI message, written piece by piece. ``streamed`` holds the ids of the messages
+    written this way, whose final message (in ``updates``) is then not printed again."""
+
+    def __init__(self) -> None:
+        self.streamed: set[str] = set()
+        self.open: str | None = None
+        """The message whose line is unfinished (no newline yet)."""
+
+    def chunk(self, data: Any) -> str:
+        """What to write for one ``messages`` event: its text, after a line head for a new
+        message. Tool-call and usage chunks, whole messages and other kinds write nothing."""
+        message = data[0] if isinstance(data, list) and data else None
+        if not isinstance(message, dict) or message.get("type") != "AIMessageChunk":
+            return ""
+        message_id, text = message.get("id"), _text(message.get("content"))
+        if not isinstance(message_id, str) or not text:
+            return ""
+        if self.open == message_id:
+            return text
+        text = text.lstrip()
+        if not text:  # leading whitespace: the line starts with the first word
+            return ""
+        head = self.close() + "  agent: "
+        self.open = message_id
+        self.streamed.add(message_id)
+        return head + text
+
+    def close(self) -> str:
+        """The newline that ends an unfinished streamed line (before any other output)."""
+        if self.open is None:
+            return ""
+        self.open = None
+        return "\n"
+
+
+def _text(content: Any) -> str:
+    """A chunk's text: string content, or the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") if isinstance(part, dict) and part.get("type") == "text" else ""
+            for part in content
+        )
+    return ""
+
+
+def render_update(data: Any, streamed: Container[str] = ()) -> list[str]:
+    """Lines for an ``updates`` chunk: the model's words and interrupts. Messages whose ids are
+    in ``streamed`` were printed as they streamed and are left out."""
     lines: list[str] = []
     if not isinstance(data, dict):
         return lines
@@ -62,7 +113,7 @@ def render_update(data: Any) -> list[str]:
                     lines.append(f"[interrupt] {_short(value, 200)}")
         elif node == "agent" and isinstance(update, dict):
             for msg in update.get("messages") or []:
-                if not isinstance(msg, dict):
+                if not isinstance(msg, dict) or msg.get("id") in streamed:
                     continue
                 content = msg.get("content")
                 if content and msg.get("type") == "ai":

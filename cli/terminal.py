@@ -20,9 +20,12 @@ import httpx
 from agent.approval import approval_calls, parse_decisions
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.serde import to_jsonable
-from cli.console import render_custom, render_update
+from cli.console import TextStream, render_custom, render_update
 
-MODES = ["updates", "custom"]
+MODES = ["updates", "custom", "messages-tuple"]
+"""What runs the CLI starts stream: ``messages-tuple`` brings the model's text as it is written."""
+SHOWN = {"updates", "custom", "messages", "error", "metadata"}
+"""SSE events the terminal shows (``messages-tuple`` arrives as ``messages`` events)."""
 RECONNECT_TRIES = 60
 """Reconnects in a row (about two minutes) before the CLI gives up following a run."""
 
@@ -97,11 +100,7 @@ class ServerBackend:
                         elif line.startswith("data:") and event:
                             failures = 0
                             data = json.loads(line.partition(":")[2])
-                            if event == "error":
-                                print(f"[error] {data.get('message')}", flush=True)
-                            elif event == "metadata" and data.get("attempt", 1) > 1:
-                                print(f"[resumed: attempt {data['attempt']}]", flush=True)
-                            elif event in MODES:
+                            if event in SHOWN:
                                 yield event, data
                             if event == "end":
                                 return
@@ -197,19 +196,35 @@ def ask_one(
                 print(f"not valid: {err}")
 
 
+def render_event(mode: str, data: Any, streamed: set[str]) -> list[str]:
+    """Terminal lines for one event other than a text chunk."""
+    if mode == "custom":
+        line = render_custom(data)
+        return [line] if line else []
+    if mode == "error":
+        return [f"[error] {data.get('message') if isinstance(data, dict) else data}"]
+    if mode == "metadata":
+        attempt = data.get("attempt", 1) if isinstance(data, dict) else 1
+        return [f"[resumed: attempt {attempt}]"] if attempt > 1 else []
+    return render_update(data, streamed)
+
+
 async def drive(backend: ServerBackend, thread_id: str, first: Any, *, auto_approve: bool) -> int:
     """Stream the thread to the terminal until it ends; returns the exit code."""
     answers: dict[str, Any] | None = None
+    text = TextStream()
     while True:
         try:
             async for mode, data in backend.stream(first, answers):
-                if mode == "custom":
-                    line = render_custom(data)
-                    if line:
-                        print(line, flush=True)
-                else:
-                    for line in render_update(data):
-                        print(line, flush=True)
+                if mode == "messages":
+                    sys.stdout.write(text.chunk(data))
+                    sys.stdout.flush()
+                    continue
+                lines = render_event(mode, data, text.streamed)
+                if lines or mode == "updates":
+                    sys.stdout.write(text.close())
+                for line in lines:
+                    print(line, flush=True)
         except AnswerRefused as err:
             print(f"not valid: {err}", flush=True)
             answers = {iid: ask(value) for iid, value in await backend.pending()}

@@ -1,13 +1,16 @@
 // threadline web page: threads, live run timelines over SSE, approvals, resume and cancel.
 //
-// Plain ES module, no build step, no dependencies. Everything the page shows comes from the
-// HTTP API: it polls `POST /threads/search`, joins each run's stream with
-// `EventSource` on `GET /threads/{t}/runs/{r}/stream` (reconnects send Last-Event-ID by
-// themselves) and drops any event it already has, keyed by run id + sequence number.
+// Plain ES modules, no build step, no dependencies (stream.js: streamed text, compaction notes).
+// Everything the page shows comes from the HTTP API: it polls `POST /threads/search`, joins each
+// run's stream with `EventSource` on `GET /threads/{t}/runs/{r}/stream` (reconnects send
+// Last-Event-ID by themselves) and drops any event it already has, keyed by run id + sequence
+// number. Runs stream `messages-tuple` too: the agent's text grows in its step as it is written.
+
+import { Bubbles, aiMessageOf, compactionNote } from "./stream.js";
 
 const POLL_MS = 2000;
 const ACTIVE = new Set(["pending", "running"]);
-const STREAM_MODES = ["updates", "custom"];
+const STREAM_MODES = ["updates", "custom", "messages-tuple"];
 const FOLD_CHARS = 160;
 const FOLD_LINES = 3;
 
@@ -328,6 +331,7 @@ class RunSection {
     this.waiters = [];
     this.replay = !ACTIVE.has(run.status);
     this.lastStep = 0;
+    this.bubbles = new Bubbles(); // AI message id → its text in the timeline, as it streams
 
     this.badge = h("span", { class: `badge run-${run.status}` }, run.status);
     this.attemptBadge = h("span", { class: "badge attempt", hidden: true });
@@ -510,8 +514,10 @@ class RunSection {
         return;
       case "end":
         return this.onEnd(data);
+      case "messages":
+        return this.onMessage(data);
       default:
-        return; // values / messages: not shown
+        return; // values: not shown
     }
   }
 
@@ -529,9 +535,31 @@ class RunSection {
     this.view.counter(this, { attempt });
   }
 
+  /** The step's text for an AI message id: one bubble, created by its first chunk or by the
+   * final message, whichever comes first. */
+  say(step, id) {
+    const li = this.stepEntry(step);
+    if (!id) return $(".say", li);
+    return this.bubbles.claim(li, id, this.run.attempt || 1, () => h("p", { class: "say", hidden: true }));
+  }
+
+  /** A `messages-tuple` event: an AI message's text grows in its step as chunks come. */
+  onMessage(data) {
+    const m = aiMessageOf(data);
+    if (!m) return; // tool results, the task's message: shown from updates
+    let say = this.bubbles.get(m.id);
+    if (!say && m.type !== "ai" && !m.content) return; // tool-call or usage chunks: no text yet
+    say = say || this.say(this.lastStep, m.id);
+    this.bubbles.stream(say, m);
+  }
+
   onCustom(d) {
     if (!d || typeof d !== "object") return;
     switch (d.type) {
+      case "context_compacted": {
+        this.entry(null, "compacted", (li) => li.append(...compactionNote(h, d).filter(Boolean)));
+        return;
+      }
       case "step": {
         this.lastStep = d.step;
         this.stepEntry(d.step);
@@ -617,14 +645,9 @@ class RunSection {
             const stepLi = this.entries.get(`step:${upd.step ?? this.lastStep}`);
             this.entry(`human:${m.id}`, "human", (li) => li.append(h("div", { class: "ev-line" }, h("span", { class: "tag" }, "Task"), h("span", { class: "say" }, stripMarker(messageText(m))))), stepLi);
           } else if (m.type === "ai") {
-            const step = upd.step ?? this.lastStep ?? 0;
-            const li = this.stepEntry(step);
-            const say = $(".say", li);
-            const text = messageText(m);
-            if (text) {
-              say.hidden = false;
-              say.textContent = text;
-            }
+            // The final message replaces what streamed under its id (no second copy).
+            const say = this.bubbles.get(m.id) || this.say(upd.step ?? this.lastStep ?? 0, m.id);
+            this.bubbles.finish(say, messageText(m));
           }
         }
         if (upd.usage) this.view.counter(this, { tokens: upd.usage.tokens, step: upd.usage.steps });

@@ -13,20 +13,19 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, kill_strays
+from eval.harness import ServerProcess
 from tests.utils.db import fresh_database
+from tests.web.pages import CHROMIUM, RECORD_CONNECTION, make_server, open_page, running
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
 
-CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():  # pragma: no cover - depends on the machine
     pytest.skip("Debian Chromium (/usr/bin/chromium) is not installed", allow_module_level=True)
 
@@ -39,53 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "web"
 DOCS_SCREENSHOT = REPO / "docs" / "screenshot.png"
 
-RECORD_CONNECTION = """
-window.__conn = [];
-document.addEventListener("DOMContentLoaded", () => {
-  const el = document.getElementById("conn");
-  const record = () => {
-    const s = el.dataset.state;
-    if (window.__conn[window.__conn.length - 1] !== s) window.__conn.push(s);
-  };
-  record();
-  new MutationObserver(record).observe(el, { attributes: true, attributeFilter: ["data-state"] });
-});
-"""
-
-
 # -- fixtures ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def make_server(database_url: str, tmp: Path, name: str) -> ServerProcess:
-    return ServerProcess(
-        database_url,
-        tmp / "data",
-        log_path=tmp / f"{name}.log",
-        name=name,
-        env={"THREADLINE_LOG_LEVEL": "warning", "THREADLINE_SHUTDOWN_GRACE_SECONDS": "1"},
-    )
-
-
-@contextmanager
-def running(srv: ServerProcess) -> Iterator[ServerProcess]:
-    try:
-        yield srv.start()
-    finally:
-        srv.stop()
-        kill_strays(srv.data_dir)  # tool processes a killed server left behind
 
 
 @pytest.fixture(scope="module")
@@ -103,31 +56,6 @@ def server(database_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
     """A server of the test's own (``database_url``), which the test may kill and restart."""
     with running(make_server(database_url, tmp_path, "crash")) as srv:
         yield srv
-
-
-@contextmanager
-def open_page(
-    browser: Browser,
-    srv: ServerProcess,
-    width: int = 1280,
-    height: int = 900,
-    routes: dict[str, Any] | None = None,
-) -> Iterator[Page]:
-    """A fresh browser context on the page; fails the test on any JavaScript error."""
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.add_init_script(RECORD_CONNECTION)
-    pg = context.new_page()
-    for pattern, handler in (routes or {}).items():
-        pg.route(pattern, handler)
-    errors: list[str] = []
-    pg.on("pageerror", lambda err: errors.append(str(err)))
-    pg.goto(srv.url + "/")
-    expect(pg.locator("#model")).to_contain_text("offline")
-    try:
-        yield pg
-    finally:
-        context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
 
 
 @pytest.fixture
