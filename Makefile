@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run serve test lint bench eval
+.PHONY: install run serve test lint bench eval real-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,3 +35,9 @@ bench: install
 
 eval: install
 	$(BIN)/python -m eval --suite full
+
+# Opt-in, not part of `make test`: llama.cpp's server with SmolLM2-135M-Instruct (built into
+# .venv-llama on first use, or LLAMA_VENV=/path reuses one), the real-server test, then the
+# evaluation → eval/REPORT-smollm2.md. REAL_MODEL_ARGS: e.g. "--suite small --reps 1".
+real-model: install
+	$(BIN)/python -m eval.llama_server run $(if $(LLAMA_VENV),--venv $(LLAMA_VENV)) $(REAL_MODEL_ARGS)

@@ -39,6 +39,28 @@ class Settings(BaseSettings):
     openai_model: str = Field(
         "gpt-4o-mini", validation_alias=AliasChoices("OPENAI_MODEL", "THREADLINE_OPENAI_MODEL")
     )
+    openai_timeout: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        validation_alias=AliasChoices("OPENAI_TIMEOUT", "THREADLINE_OPENAI_TIMEOUT"),
+    )
+    """Seconds a model request may wait for the endpoint (to connect, and between two streamed
+    chunks) before it fails; the run then ends in error naming the endpoint and this setting."""
+    openai_max_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        validation_alias=AliasChoices("OPENAI_MAX_RETRIES", "THREADLINE_OPENAI_MAX_RETRIES"),
+    )
+    """Retries of a model request that timed out, could not connect or got 408/409/429/5xx."""
+    openai_max_tokens: int | None = Field(
+        None,
+        ge=1,
+        validation_alias=AliasChoices("OPENAI_MAX_TOKENS", "THREADLINE_OPENAI_MAX_TOKENS"),
+    )
+    """Most tokens one model answer may have (``max_tokens``); unset: the server's own limit. A
+    small local model can otherwise write until its context is full."""
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)

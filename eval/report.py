@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval import metrics, plots
+from eval import metrics, model_info, plots
 
 INTRO = """\
 # Evaluation: what the agent achieves
@@ -120,6 +120,33 @@ def _about(result: dict[str, Any]) -> str:
             ]
         ],
     )
+
+
+def _settings(model: dict[str, Any]) -> str:
+    text = ", ".join(f"{k} {fmt(v)}" for k, v in model["settings"].items()) or "-"
+    return text if model.get("settings_known", True) else f"{text} (others not known: --url)"
+
+
+def _model(result: dict[str, Any]) -> str:
+    """The model, its endpoint and settings, and what the suite cost on it."""
+    model = model_info.of_result(result)
+    o = result["metrics"]["overall"]
+    episodes = max(o["episodes"], 1)
+    walls = [e["wall_seconds"] for e in result["episodes"]]
+    cost = (
+        f"{fmt(o['tokens'])} tokens ({fmt(round(o['tokens'] / episodes))} per episode, "
+        f"{fmt(round(o['tokens'] / max(o['steps'], 1)))} per model call); "
+        f"{fmt(round(sum(walls), 1))} s of episodes ({fmt(o['wall_seconds']['median'])} s median), "
+        f"{fmt(result['elapsed_seconds'])} s in all"
+    )
+    rows = [
+        ["model", f"`{model['name']}`"],
+        ["endpoint", model["endpoint"]],
+        ["settings", _settings(model)],
+        ["model calls / tool calls", f"{o['steps']} / {o['tool_calls']}"],
+        ["cost", cost],
+    ]
+    return _table(["", ""], rows)
 
 
 def _tasks(result: dict[str, Any]) -> str:
@@ -240,6 +267,7 @@ def _notable(result: dict[str, Any]) -> list[str]:
 def section(result: dict[str, Any], report: Path, plots_dir: Path) -> str:
     m = result["metrics"]
     out = [f"## {result['label']}", "", headline(result), "", _about(result), ""]
+    out += ["### Model", "", _model(result), ""]
     out += ["### Per task", "", _tasks(result), "", "### Per kind", ""]
     out += [
         _table(

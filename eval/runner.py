@@ -33,7 +33,7 @@ from typing import Any
 from langgraph_sdk import get_client
 from psycopg.conninfo import conninfo_to_dict
 
-from eval import metrics, report
+from eval import metrics, model_info, report
 from eval.crash import Killer, records_json
 from eval.database import admin_url, create_database, drop_database
 from eval.episode import Driver, retry
@@ -66,6 +66,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--openai-base-url", help="OpenAI-compatible endpoint for the started server")
     p.add_argument("--openai-model", help="model name for the started server")
+    p.add_argument("--openai-timeout", type=float, help="OPENAI_TIMEOUT of the started server")
+    p.add_argument(
+        "--openai-max-retries", type=int, help="OPENAI_MAX_RETRIES of the started server"
+    )
+    p.add_argument("--openai-max-tokens", type=int, help="OPENAI_MAX_TOKENS of the started server")
+    p.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="another setting for the started server (repeatable): THREADLINE_MAX_STEPS=10, ...",
+    )
     p.add_argument("--crash", action="store_true", help="SIGKILL the server while the suite runs")
     p.add_argument("--kills", type=int, default=10, help="kills in crash mode (default 10)")
     p.add_argument("--max-uptime", type=float, default=3.0, help="longest uptime before a kill (s)")
@@ -86,11 +98,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--crash needs a server the runner owns: drop --url")
     if opts.reps < 1 or opts.concurrency < 1 or opts.kills < 0:
         p.error("--reps and --concurrency must be at least 1, --kills at least 0")
+    if opts.url and (opts.server_env or opts.openai_base_url or opts.openai_model):
+        p.error("--server-env and --openai-* configure a server the runner starts: drop --url")
+    if any("=" not in item for item in opts.server_env):
+        p.error("--server-env takes NAME=VALUE")
     return opts
 
 
+def server_env(opts: argparse.Namespace) -> dict[str, str]:
+    """The environment the runner gives the server it starts: ``--server-env``, then the model's
+    (``model_env``)."""
+    extra = dict(item.split("=", 1) for item in opts.server_env)
+    return {**extra, **model_env(opts)}
+
+
 def model_env(opts: argparse.Namespace) -> dict[str, str]:
-    """``OPENAI_*`` for the server the runner starts (none: the offline model)."""
+    """``OPENAI_*`` for the server the runner starts (none: the offline model). Any
+    OpenAI-compatible endpoint (``--openai-base-url``) and model name (``--openai-model``)."""
     if not (opts.openai_base_url or opts.openai_model):
         return {}
     key = os.environ.get("OPENAI_API_KEY")
@@ -101,6 +125,12 @@ def model_env(opts: argparse.Namespace) -> dict[str, str]:
         env["OPENAI_BASE_URL"] = opts.openai_base_url
     if opts.openai_model:
         env["OPENAI_MODEL"] = opts.openai_model
+    if opts.openai_timeout is not None:
+        env["OPENAI_TIMEOUT"] = str(opts.openai_timeout)
+    if opts.openai_max_retries is not None:
+        env["OPENAI_MAX_RETRIES"] = str(opts.openai_max_retries)
+    if opts.openai_max_tokens is not None:
+        env["OPENAI_MAX_TOKENS"] = str(opts.openai_max_tokens)
     return env
 
 
@@ -212,7 +242,7 @@ async def evaluate(opts: argparse.Namespace) -> dict[str, Any]:
         admin = admin_url(opts.database_url)
         database = create_database(admin)
         data_dir = Path(tempfile.mkdtemp(prefix="threadline-eval-"))
-        server = ServerProcess(database, data_dir, env=model_env(opts), name="eval")
+        server = ServerProcess(database, data_dir, env=server_env(opts), name="eval")
         try:
             await asyncio.to_thread(server.start)
             raw = await run_suite(opts, suite, server.url, server)
@@ -256,6 +286,7 @@ def build_result(
             "seed": opts.seed,
             "timeout": opts.timeout,
         },
+        "model": model_info.describe(None if opts.url else server_env(opts), info),
         "server": {
             "own": not opts.url,
             **raw.get("own_server", {}),

@@ -37,6 +37,9 @@ def make_model(settings: Settings) -> BaseChatModel:
             api_key=settings.openai_api_key.get_secret_value(),
             base_url=settings.openai_base_url,
             model=settings.openai_model,
+            timeout=settings.openai_timeout,
+            max_retries=settings.openai_max_retries,
+            max_tokens=settings.openai_max_tokens,
         )
     return OfflineChatModel()
 
