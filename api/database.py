@@ -12,15 +12,16 @@ import random
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, AsyncCursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -138,24 +139,29 @@ async def migrate(conn: AsyncConnection[Any]) -> list[str]:
 
 
 EVENTS_BARRIER_KEY = "__threadline_events_barrier"
-"""In a run's ``config["configurable"]``: an async callable :class:`PooledSaver` awaits before it
-writes a checkpoint, so the run's events emitted before it are stored first
-(``api.store.event_writer``).
+"""In a run's ``config["configurable"]``: a function returning an async context manager that
+yields ``store(conn)``. :class:`PooledSaver` enters it for each checkpoint and calls ``store`` in
+the checkpoint's transaction, before the checkpoint: the run's events emitted before it are then
+stored with it, in one commit (``api.store.event_writer``).
 
-A task's writes do not wait: a step whose writes were saved but not its checkpoint runs again as
-cached on a takeover, and LangGraph emits its updates again; the takeover dedupe stores those an
-earlier attempt did not (``api.takeover``)."""
+A task's writes do not wait for the events: a step whose writes were saved but not its
+checkpoint runs again as cached on a takeover, and LangGraph emits its updates again; the
+takeover dedupe stores those an earlier attempt did not (``api.takeover``)."""
+
+_transaction: ContextVar[AsyncConnection[Any] | None] = ContextVar(
+    "threadline_checkpoint_transaction", default=None
+)
+"""The connection of the transaction :meth:`PooledSaver.aput` writes a checkpoint in."""
 
 
-async def _events_first(config: RunnableConfig) -> None:
-    barrier = (config.get("configurable") or {}).get(EVENTS_BARRIER_KEY)
-    if barrier is not None:
-        await barrier()
+def checkpoint_transaction() -> AsyncConnection[Any] | None:
+    """Inside :meth:`PooledSaver.aput`: the connection whose transaction holds the checkpoint."""
+    return _transaction.get()
 
 
 class PooledSaver(AsyncPostgresSaver):
     """``AsyncPostgresSaver`` whose lock admits as many calls at once as it may use connections,
-    and that stores a run's events before what they came before.
+    and that writes a run's events in the transaction of its next checkpoint.
 
     The stock saver serializes every call behind one ``asyncio.Lock`` (needed for a single
     connection). On a pool each call takes its own connection, so a semaphore sized to the share of
@@ -173,8 +179,34 @@ class PooledSaver(AsyncPostgresSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        await _events_first(config)
-        return await super().aput(config, checkpoint, metadata, new_versions)
+        events = (config.get("configurable") or {}).get(EVENTS_BARRIER_KEY)
+        if events is None:
+            return await super().aput(config, checkpoint, metadata, new_versions)
+        pool = cast(Pool, self.conn)
+        async with (
+            events() as store_events,
+            self.lock,
+            pool.connection() as conn,
+            conn.pipeline(),  # the statements after the events' go out together with COMMIT
+            conn.transaction(),
+        ):
+            await store_events(conn)
+            token = _transaction.set(conn)
+            try:
+                return await super().aput(config, checkpoint, metadata, new_versions)
+            finally:
+                _transaction.reset(token)
+
+    @asynccontextmanager
+    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
+        conn = _transaction.get()
+        if conn is None:
+            async with super()._cursor(pipeline=pipeline) as cur:
+                yield cur
+            return
+        # In :meth:`aput`'s transaction (its lock is held already).
+        async with conn.cursor(binary=True, row_factory=dict_row) as cur:
+            yield cur
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         return next_channel_version(current)

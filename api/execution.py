@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -157,11 +159,13 @@ class Executor:
         )
         steps = StepTimer()
 
-        async def barrier() -> None:  # the checkpointer's, before each checkpoint
-            steps.checkpoint()
-            await emitter.barrier()
+        @asynccontextmanager
+        async def checkpoint_events() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
+            steps.checkpoint()  # the checkpointer's, for each checkpoint
+            async with emitter.with_checkpoint() as store:
+                yield store
 
-        config["configurable"][EVENTS_BARRIER_KEY] = barrier
+        config["configurable"][EVENTS_BARRIER_KEY] = checkpoint_events
         try:
             async for mode, chunk in graph.astream(
                 run_input(kwargs),
@@ -264,7 +268,7 @@ class Executor:
             await emitter.emit_on(conn, "end", end_event(emitter.run_id, status, error))
             await runs.finish(conn, emitter.run_id, status, error)
             after = "interrupted" if interrupted else ("error" if status == "error" else "idle")
-            await threads.refresh_status(
+            now = await threads.refresh_status(
                 conn,
                 thread_id,
                 after=after,
@@ -272,4 +276,5 @@ class Executor:
                 interrupts=to_jsonable(interrupts) if interrupts is not None else None,
             )
         emitter.wake()
-        self.hub.runs_changed.set()
+        if now == "busy":  # a run queued behind this one: claim it now, not at the next poll
+            self.hub.runs_changed.set()

@@ -1,17 +1,22 @@
 """The event log's writer: numbers a run attempt's events and stores them in group commits.
 
-An event is numbered and queued at once; a flusher stores what is queued in one statement and one
-commit (one notification for the batch), then hands the batch to this process's streams. While a
-batch is being written, the next events gather behind it, so a run that emits in bursts (a step's
-parallel updates) costs a transaction per burst, not per event, and an event alone is stored at
-once. Three orderings keep the crash guarantees:
+An event is numbered and queued at once. What is queued is stored in one statement, in one of
+two transactions:
 
-- a client never sees an event that is not stored: streams get a batch after its commit;
-- a checkpoint is never durable before the events emitted before it: the checkpointer calls
-  :meth:`Emitter.barrier` (``api.database.EVENTS_BARRIER_KEY``) before it writes, and the
-  end event is written in the run's final transaction behind everything queued before it;
-- nothing is stored after a failed batch (the run stops on the error), so sequence numbers have
-  no gaps and ``Last-Event-ID`` replay and the takeover dedupe read the log as before.
+- **the next checkpoint's**: the checkpointer asks for the run's queued events
+  (:meth:`Emitter.with_checkpoint`, under ``api.database.EVENTS_BARRIER_KEY``) and writes them in
+  the transaction that writes the checkpoint, before it. A step's events and its checkpoint cost
+  one commit, and a checkpoint is never durable without the events emitted before it;
+- **its own**, when no checkpoint comes first: a flusher waits ``LINGER_SECONDS`` after an
+  event (a step that is about to end takes it along), then stores what is queued; events that
+  come while it writes gather behind it. A step that runs long (a tool, a model streaming) still
+  shows its events within that delay.
+
+One batch is written at a time, in order (a lock), and streams get a batch only after its commit,
+so a client never sees an event that is not stored. Nothing is stored after a failed batch (the
+run stops on the error): sequence numbers have no gaps, and ``Last-Event-ID`` replay and the
+takeover dedupe read the log as before. The end event is written in the run's final transaction
+behind everything queued before it.
 
 It is also the run's :class:`api.adapters.RunHooks`: a graph's tool executions go to the audit log
 through it, before a call's result can be checkpointed (not when its event is stored).
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -31,6 +38,13 @@ from api.database import Pool
 from api.hub import Hub
 from api.serde import dumps
 from api.store import audit, events
+from api.store.events import LostRun
+
+LINGER_SECONDS = 0.002
+"""How long a queued event waits for a checkpoint to take it along before it is stored alone."""
+
+Batch = list[tuple[int, str, str]]
+"""Events as stored: ``(seq, event, data JSON)``."""
 
 
 class Emitter:
@@ -41,11 +55,13 @@ class Emitter:
         self.thread_id = thread_id
         self.seq = 0
         """The last sequence number given out."""
-        self._queued: list[tuple[int, str, str]] = []
+        self._queued: Batch = []
+        self._in_flight = 0
+        self._writing = asyncio.Lock()
+        """Held while a batch is written and published: batches land in order."""
         self._flusher: asyncio.Task[None] | None = None
         self._failed: BaseException | None = None
-        self._committed: list[tuple[int, str, str]] = []
-        self._in_flight = 0
+        self._committed: Batch = []
         self._progress = asyncio.Condition()
         """Notified after each batch (and when the flusher stops)."""
 
@@ -70,11 +86,37 @@ class Emitter:
         self._queued.append((self.seq, event, dumps(data)))
         self._start_flusher()
 
-    async def barrier(self) -> None:
-        """Return once every event emitted so far is stored; raise what stopped the writes.
+    @asynccontextmanager
+    async def with_checkpoint(self) -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
+        """For a checkpoint's write: yields ``store(conn)``, which writes every event queued so
+        far on ``conn`` (the checkpoint's transaction); they are streamed once the block exits
+        (after the commit). An error in the block puts them back in the queue, unstored."""
+        self._raise_failure()
+        async with self._writing:
+            self._raise_failure()
+            batch: Batch = []
 
-        Events emitted while it waits do not hold it up (a model streaming tokens in one task
-        must not delay another task's checkpoint write)."""
+            async def store(conn: Any) -> None:
+                nonlocal batch
+                batch, self._queued = self._queued, []
+                self._in_flight = len(batch)
+                if batch:
+                    await self._store(conn, batch)
+
+            try:
+                yield store
+            except BaseException as err:
+                self._in_flight = 0
+                if isinstance(err, LostRun):
+                    self._failed = err
+                else:  # rolled back with the checkpoint: to be stored later, in order
+                    self._queued = [*batch, *self._queued]
+                raise
+            self._in_flight = 0
+            await self._published(batch)
+
+    async def barrier(self) -> None:
+        """Return once every event emitted so far is stored; raise what stopped the writes."""
         target = self.seq
         async with self._progress:
             while self._stored() < target:
@@ -86,13 +128,12 @@ class Emitter:
     async def emit_on(self, conn: AsyncConnection[Any], event: str, data: Any) -> None:
         """Store, on ``conn`` (the caller's transaction), whatever is still queued and then this
         event; call :meth:`wake` once the transaction is committed."""
-        while self._flusher is not None and not self._flusher.done():
-            await asyncio.shield(self._flusher)
-        self._raise_failure()
-        self.seq += 1
-        batch, self._queued = [*self._queued, (self.seq, event, dumps(data))], []
-        await self._store(conn, batch)
-        self._committed = batch
+        async with self._writing:
+            self._raise_failure()
+            self.seq += 1
+            batch, self._queued = [*self._queued, (self.seq, event, dumps(data))], []
+            await self._store(conn, batch)
+            self._committed = batch
 
     def wake(self) -> None:
         """Hand the events of a committed :meth:`emit_on` to this process's streams."""
@@ -100,10 +141,9 @@ class Emitter:
         self.hub.publish(self.run_id, batch)
 
     async def close(self) -> None:
-        """Stop writing (the attempt is over): wait for a flush in flight, drop the rest."""
+        """The attempt is over: let a flush in flight (or about to start) land."""
         if self._flusher is not None and not self._flusher.done():
             await asyncio.gather(self._flusher, return_exceptions=True)
-        self._queued = []
 
     @property
     def failed(self) -> BaseException | None:
@@ -130,17 +170,19 @@ class Emitter:
             self._flusher = asyncio.create_task(self._flush_loop(), name=f"events-{self.run_id}")
 
     async def _flush_loop(self) -> None:
-        """The one writer of this attempt's batches, in order; runs while events are queued."""
+        """Stores what no checkpoint took along, batch by batch, while events are queued."""
         try:
+            await asyncio.sleep(LINGER_SECONDS)
             while self._queued and self._failed is None:
-                batch, self._queued = self._queued, []
-                self._in_flight = len(batch)
-                async with self.pool.connection() as conn:
-                    await self._store(conn, batch)
-                self._in_flight = 0
-                self.hub.publish(self.run_id, batch)
-                async with self._progress:
-                    self._progress.notify_all()
+                async with self._writing:
+                    if not self._queued or self._failed is not None:
+                        break
+                    batch, self._queued = self._queued, []
+                    self._in_flight = len(batch)
+                    async with self.pool.connection() as conn:
+                        await self._store(conn, batch)
+                    self._in_flight = 0
+                    await self._published(batch)
         except BaseException as err:  # the run sees it at its next emit or checkpoint
             self._failed = err
             if isinstance(err, asyncio.CancelledError):
@@ -149,7 +191,13 @@ class Emitter:
             async with self._progress:
                 self._progress.notify_all()
 
-    async def _store(self, conn: AsyncConnection[Any], batch: list[tuple[int, str, str]]) -> None:
+    async def _published(self, batch: Batch) -> None:
+        if batch:
+            self.hub.publish(self.run_id, batch)
+        async with self._progress:
+            self._progress.notify_all()
+
+    async def _store(self, conn: AsyncConnection[Any], batch: Batch) -> None:
         # Before the insert: its notification may come back before this process publishes it.
         self.hub.expect_local(self.run_id, batch[-1][0])
         started = time.perf_counter()

@@ -179,9 +179,10 @@ async def refresh_status(
     after: str | None = None,
     values: Any = None,
     interrupts: dict[str, Any] | None = None,
-) -> None:
-    """Set a thread's status from its runs: busy while one is pending or running, else ``after``."""
-    await conn.execute(
+) -> str | None:
+    """Set a thread's status from its runs: busy while one is pending or running, else ``after``;
+    returns the status set (None: no such thread)."""
+    cur = await conn.execute(
         """
         UPDATE threads SET
           status = CASE
@@ -192,6 +193,7 @@ async def refresh_status(
           interrupts = coalesce(%(interrupts)s, interrupts),
           updated_at = now()
         WHERE thread_id = %(t)s
+        RETURNING status
         """,
         {
             "t": thread_id,
@@ -201,3 +203,5 @@ async def refresh_status(
             "interrupts": Jsonb(storable(interrupts)) if interrupts is not None else None,
         },
     )
+    row = await cur.fetchone()
+    return str(row["status"]) if row else None

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-from api.database import PooledSaver
+from api.database import PooledSaver, checkpoint_transaction
 from api.hub import Hub
 from api.lifecycle import open_service
 from api.schemas import RunCreate
@@ -114,10 +114,11 @@ async def test_a_writer_fenced_out_by_a_takeover_stores_nothing_more(runtime: An
 async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
     runtime: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With event writes slowed down, every checkpoint of a real run still finds every event
-    emitted before it in the table. (A task's writes do not wait: see api.database.)"""
+    """With event writes slowed down, every checkpoint of a real run is written in a transaction
+    that holds every event emitted before it (committed before, or stored in it). (A task's
+    writes do not wait: see api.database.)"""
     emitted: list[int] = []
-    checks: list[tuple[str, int, int]] = []
+    checks: list[tuple[int, int, int]] = []
     real_emit = Emitter.emit
     real_append = events.append_batch
 
@@ -129,11 +130,14 @@ async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
         await asyncio.sleep(0.15)
         await real_append(conn, run_id, attempt, batch)
 
-    async def count_stored() -> int:
+    async def count(conn: Any) -> int:
+        cur = await conn.execute("SELECT count(*) AS n FROM run_events")
+        row = await cur.fetchone()
+        return int(row["n"])
+
+    async def count_committed() -> int:
         async with runtime.pool.connection() as conn:
-            cur = await conn.execute("SELECT count(*) AS n FROM run_events")
-            row = await cur.fetchone()
-            return int(row["n"])
+            return await count(conn)
 
     real_put, parent_put = PooledSaver.aput, AsyncPostgresSaver.aput
     # Events emitted when the call entered the saver.
@@ -144,7 +148,11 @@ async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
         return await real_put(self, config, *args)
 
     async def checked_put(self: Any, config: Any, *args: Any) -> Any:
-        checks.append(("checkpoint", entered.get(), await count_stored()))
+        # What the checkpoint's own transaction sees: the events committed before it, and
+        # those it stores itself (written ahead of the checkpoint, committed with it).
+        transaction = checkpoint_transaction()
+        assert transaction is not None
+        checks.append((entered.get(), await count(transaction), await count_committed()))
         return await parent_put(self, config, *args)
 
     monkeypatch.setattr(Emitter, "emit", emit)
@@ -164,6 +172,8 @@ async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
             assert time.monotonic() < deadline, "the run did not end"
             await asyncio.sleep(0.1)
     assert (await svc.refreshed_run(created["thread_id"], created["run_id"]))["status"] == "success"
-    later = [c for c in checks if c[1] > 0]  # after the run's first event
-    assert len([c for c in later if c[0] == "checkpoint"]) >= 5
-    assert all(stored >= emitted_before for _, emitted_before, stored in later), checks
+    later = [c for c in checks if c[0] > 0]  # after the run's first event
+    assert len(later) >= 5
+    assert all(with_it >= emitted_before for emitted_before, with_it, _ in later), checks
+    # Some events were not stored yet when their step ended: they went in with its checkpoint.
+    assert any(committed < with_it for _, with_it, committed in later), checks
