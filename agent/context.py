@@ -36,7 +36,6 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_openai import ChatOpenAI
 from langgraph.constants import TAG_NOSTREAM
 
 from agent.context_summary import (
@@ -251,6 +250,10 @@ class ContextCompactor:
         room = self.budget - cap - count_tokens([prompt]) - 16
         transcript = digest(removed, max(200, room * 3))
         model: Runnable[Any, BaseMessage] = self.model
+        # Imported here: langchain_openai (and openai) take about a second to import, which an
+        # offline server, and every server start of the test suite, need not pay.
+        from langchain_openai import ChatOpenAI
+
         if isinstance(self.model, ChatOpenAI):
             model = self.model.bind(max_tokens=cap)
         # Tagged ``nostream``: the summary is not streamed as the agent's text.
