@@ -56,14 +56,11 @@ class Emitter:
         self.seq = 0
         """The last sequence number given out."""
         self._queued: Batch = []
-        self._in_flight = 0
         self._writing = asyncio.Lock()
         """Held while a batch is written and published: batches land in order."""
         self._flusher: asyncio.Task[None] | None = None
         self._failed: BaseException | None = None
         self._committed: Batch = []
-        self._progress = asyncio.Condition()
-        """Notified after each batch (and when the flusher stops)."""
 
     async def prior_result(self, idempotency_key: str) -> PriorResult | None:
         async with self.pool.connection() as conn:
@@ -99,30 +96,26 @@ class Emitter:
             async def store(conn: Any) -> None:
                 nonlocal batch
                 batch, self._queued = self._queued, []
-                self._in_flight = len(batch)
                 if batch:
                     await self._store(conn, batch)
 
             try:
                 yield store
             except BaseException as err:
-                self._in_flight = 0
                 if isinstance(err, LostRun):
                     self._failed = err
                 else:  # rolled back with the checkpoint: to be stored later, in order
                     self._queued = [*batch, *self._queued]
+                    self._start_flusher()
                 raise
-            self._in_flight = 0
-            await self._published(batch)
+            if batch:
+                self.hub.publish(self.run_id, batch)
 
     async def barrier(self) -> None:
-        """Return once every event emitted so far is stored; raise what stopped the writes."""
-        target = self.seq
-        async with self._progress:
-            while self._stored() < target:
-                self._raise_failure()
-                self._start_flusher()
-                await self._progress.wait()
+        """Return once every event emitted so far is stored; raise what stopped the writes.
+        (The flusher runs until the queue is empty.)"""
+        self._start_flusher()
+        await self.close()
         self._raise_failure()
 
     async def emit_on(self, conn: AsyncConnection[Any], event: str, data: Any) -> None:
@@ -156,11 +149,6 @@ class Emitter:
         if self._failed is not None:
             raise self._failed
 
-    def _stored(self) -> int:
-        """The last sequence number stored: every lower one is stored, none queued or in flight
-        is."""
-        return self.seq - len(self._queued) - self._in_flight
-
     def _start_flusher(self) -> None:
         if (
             self._queued
@@ -178,24 +166,13 @@ class Emitter:
                     if not self._queued or self._failed is not None:
                         break
                     batch, self._queued = self._queued, []
-                    self._in_flight = len(batch)
                     async with self.pool.connection() as conn:
                         await self._store(conn, batch)
-                    self._in_flight = 0
-                    await self._published(batch)
+                    self.hub.publish(self.run_id, batch)
         except BaseException as err:  # the run sees it at its next emit or checkpoint
             self._failed = err
             if isinstance(err, asyncio.CancelledError):
                 raise
-        finally:
-            async with self._progress:
-                self._progress.notify_all()
-
-    async def _published(self, batch: Batch) -> None:
-        if batch:
-            self.hub.publish(self.run_id, batch)
-        async with self._progress:
-            self._progress.notify_all()
 
     async def _store(self, conn: AsyncConnection[Any], batch: Batch) -> None:
         # Before the insert: its notification may come back before this process publishes it.
