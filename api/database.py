@@ -187,7 +187,6 @@ class PooledSaver(AsyncPostgresSaver):
             events() as store_events,
             self.lock,
             pool.connection() as conn,
-            conn.pipeline(),  # the statements after the events' go out together with COMMIT
             conn.transaction(),
         ):
             await store_events(conn)

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
+import random
+import shutil
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
@@ -23,6 +28,8 @@ from api.schemas import RunCreate
 from api.store import events, runs, threads
 from api.store.event_writer import Emitter
 from api.store.events import LostRun
+from eval.harness import ServerProcess, kill_strays
+from tests.api.conftest import FAST
 from tests.utils.tasks import counter
 
 
@@ -177,3 +184,48 @@ async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
     assert all(with_it >= emitted_before for emitted_before, with_it, _ in later), checks
     # Some events were not stored yet when their step ended: they went in with its checkpoint.
     assert any(committed < with_it for _, with_it, committed in later), checks
+
+
+def _nowork_config(project: Path) -> Path:
+    """A ``langgraph.json`` serving the benchmark's no-work graph (12 quick supersteps)."""
+    project.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[2] / "bench" / "nowork.py", project)
+    config = project / "langgraph.json"
+    config.write_text(json.dumps({"graphs": {"nowork": "./nowork.py:graph"}}))
+    return config
+
+
+async def test_runs_cancelled_mid_checkpoint_leave_no_connection_holding_a_transaction(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A run cancelled while its checkpoint (and the events riding with it) is being written
+    must leave its pooled connection clean. Written in pipeline mode, a cancelled checkpoint
+    left a connection holding an open transaction: the threads created on it later were
+    answered (200) but never committed, so nobody else saw them. Found by CI (a 404 for a thread
+    just created); this reproduced it 94 times in 150 cancellations."""
+    config = _nowork_config(tmp_path / "project")
+    proc = ServerProcess(database_url, tmp_path / "data", config=config, name="cancels", **FAST)
+    rng = random.Random(7)
+    invisible: list[str] = []
+    try:
+        proc.start()
+        async with (
+            httpx.AsyncClient(base_url=proc.url, timeout=30) as http,
+            httpx.AsyncClient(base_url=proc.url, timeout=30) as other,
+        ):
+            for _ in range(40):
+                tid = (await http.post("/threads", json={})).json()["thread_id"]
+                run = await http.post(
+                    f"/threads/{tid}/runs", json={"assistant_id": "nowork", "input": {}}
+                )
+                assert run.status_code == 200, run.text
+                await asyncio.sleep(rng.uniform(0.0, 0.08))
+                await http.post(f"/threads/{tid}/runs/{run.json()['run_id']}/cancel")
+                for _ in range(3):
+                    new = (await http.post("/threads", json={})).json()["thread_id"]
+                    if (await other.get(f"/threads/{new}")).status_code != 200:
+                        invisible.append(new)
+    finally:
+        proc.stop()
+        kill_strays(tmp_path / "data")
+    assert invisible == []
