@@ -80,6 +80,7 @@ async def create_run(
             for run_id in await runs.active_ids(conn, thread_id, uncancelled=True):
                 if cancelled := await _cancel(conn, run_id):
                     stopped.append(cancelled)
+    reserved: tuple[str, float] | None = None
     try:
         async with svc.pool.connection() as conn, conn.transaction():
             active = await runs.lock_thread(conn, thread_id)
@@ -95,6 +96,9 @@ async def create_run(
                 if await threads.create(conn, thread_id, value["metadata"], owner) is None:
                     raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.")
                 active = []
+            # Nothing else active on the thread (its lock is held): this process starts the run
+            # itself when it has a free slot, without a claim, a notification or a queue.
+            idle = not active
             if answers:
                 # Before the active-run check: a concurrent second answer would otherwise be told
                 # to wait for (or enqueue behind) the run its twin just started.
@@ -121,6 +125,8 @@ async def create_run(
                     f"(GET .../runs/{active[0]['run_id']}/join), "
                     'cancel it, or send "multitask_strategy": "enqueue".'
                 )
+            if idle and svc.workers is not None:
+                reserved = await svc.workers.reserve()
             run = await runs.insert(
                 conn,
                 thread_id=thread_id,
@@ -128,6 +134,7 @@ async def create_run(
                 kwargs=kwargs,
                 metadata=body.metadata,
                 multitask_strategy=body.multitask_strategy,
+                start=reserved,
             )
             for interrupt_id, closing in superseded.items():
                 # A new message closes the pending approvals as rejected; the agent gives the
@@ -148,7 +155,13 @@ async def create_run(
                         f"Interrupt {interrupt_id} was already answered; a decision is applied "
                         f"once. GET /threads/{thread_id}/state shows what is pending now."
                     )
-    except _CancelFirst:
+    except BaseException as err:
+        if reserved is not None and svc.workers is not None:
+            # Not committed, or not known to be (cancelled in the COMMIT): a committed run keeps
+            # a lease nobody renews, and another claim takes it when that expires (attempt 2).
+            svc.workers.unreserve()
+        if not isinstance(err, _CancelFirst):
+            raise
         # A run was queued meanwhile (a racing interrupt or rollback): cancel it too, outside
         # the thread's lock (a worker finishing a run locks the run, then the thread).
         if _tries >= MAX_TRIES:
@@ -159,6 +172,11 @@ async def create_run(
         return await create_run(
             svc, thread_id, body, threadless=threadless, _stopped=stopped, _tries=_tries + 1
         )
+    if reserved is not None and svc.workers is not None:
+        svc.workers.start_reserved(run)
+        # Answered as queued, as LangGraph Server answers a new run (clients expect "pending");
+        # GET shows it running, as it would be there a moment later too.
+        return {**run, "status": "pending", "attempt": 0}
     # Wake this process's claim loop now rather than when the notification comes back.
     svc.hub.runs_changed.set()
     return run

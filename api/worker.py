@@ -15,9 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,29 +27,12 @@ from api.metrics import attempt_claimed
 from api.runtime import Runtime
 from api.store import events, runs
 from api.store.events import LostRun
+from api.worker_ids import new_worker_id, pid_alive
 
 logger = logging.getLogger(__name__)
 
 CLAIM_BATCH = 8
 """Most runs one claim statement takes."""
-
-
-def pid_alive(worker_id: str) -> bool:
-    """Whether the process named in a worker id of this host still exists.
-
-    Our own pid under another worker id is a previous life of this process's pid (a container
-    restarted as pid 1, say): dead.
-    """
-    try:
-        pid = int(worker_id.split("/")[1])
-        if pid == os.getpid():
-            return False
-        os.kill(pid, 0)
-    except (IndexError, ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
@@ -72,9 +52,7 @@ class Workers:
 
     runtime: Runtime
     hub: Hub
-    worker_id: str = field(
-        default_factory=lambda: f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
-    )
+    worker_id: str = field(default_factory=new_worker_id)
 
     def __post_init__(self) -> None:
         self.settings = self.runtime.settings
@@ -119,6 +97,32 @@ class Workers:
         for loop in self._loops:
             loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
+
+    # -- runs started where they are created -------------------------------------------------
+
+    async def reserve(self) -> tuple[str, float] | None:
+        """A free slot for a run this process is creating, to start it here at once instead of
+        queueing it for a claim (``runs.insert(start=...)``): ``(worker id, lease seconds)``, or
+        None when every slot is taken or the workers are stopping. Give the slot to
+        :meth:`start_reserved` once the run is committed, or back with :meth:`unreserve`."""
+        if self.stopping or self.slots.locked():
+            return None
+        await self.slots.acquire()  # free: returns at once, nothing else runs meanwhile
+        return self.worker_id, self.settings.lease_seconds
+
+    def unreserve(self) -> None:
+        self.slots.release()
+
+    def start_reserved(self, run: dict[str, Any]) -> None:
+        """Execute a run committed as claimed by this worker (its first attempt) in the slot
+        :meth:`reserve` took."""
+        run = {**run, "stalled_attempts": 0}
+        attempt_claimed(run)
+        execution = Execution(run=run, last_seq=0)
+        self.active[run["run_id"]] = execution
+        execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])
+        if self.stopping:  # stopping began meanwhile: hand it back like the other runs
+            self._stop(execution, "shutdown")
 
     # -- loops ---------------------------------------------------------------------------------
 

@@ -40,20 +40,35 @@ async def insert(
     kwargs: dict[str, Any],
     metadata: dict[str, Any],
     multitask_strategy: str,
+    start: tuple[str, float] | None = None,
 ) -> dict[str, Any]:
     """Queue a run and mark its thread busy, its metadata naming the run's graph (``graph_id``,
     ``assistant_id``, as LangGraph Server does: clients such as agent-chat-ui list a graph's
-    threads by it); call inside the transaction that checked the thread."""
+    threads by it); call inside the transaction that checked the thread.
+
+    ``start`` = ``(worker_id, lease seconds)``: the run is not queued but claimed at once by that
+    worker, as its first attempt, exactly as :func:`claim` would take it (the thread has no other
+    active run: the caller holds its lock and checked). No worker is notified."""
+    claimed = (
+        ", 'running', 1, %(worker)s, now() + make_interval(secs => %(lease)s), "
+        + progress_mark("%(thread)s")
+        if start
+        else ""
+    )
     # One round trip: the run, the thread marked busy and labelled, the workers notified.
     cur = await conn.execute(
         "WITH ins AS ("
-        "  INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, metadata, multitask_strategy)"
-        "  VALUES (%(run)s, %(thread)s, %(assistant)s, %(kwargs)s, %(metadata)s, %(strategy)s)"
-        "  RETURNING *),"
+        "  INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, metadata, multitask_strategy"
+        + (", status, attempt, worker_id, lease_until, progress" if start else "")
+        + ")  VALUES (%(run)s, %(thread)s, %(assistant)s, %(kwargs)s, %(metadata)s, %(strategy)s"
+        + claimed
+        + ")  RETURNING *),"
         " busy AS (UPDATE threads SET status = 'busy', updated_at = now(),"
         "  metadata = metadata || %(label)s"
         "  WHERE thread_id = %(thread)s)"
-        " SELECT ins.*, pg_notify(%(channel)s, 'new') FROM ins",
+        + " SELECT ins.*"
+        + ("" if start else ", pg_notify(%(channel)s, 'new')")
+        + " FROM ins",
         {
             "label": Jsonb({"graph_id": assistant_id, "assistant_id": assistant_id}),
             "run": uuid.uuid4(),
@@ -63,6 +78,8 @@ async def insert(
             "metadata": Jsonb(metadata),
             "strategy": multitask_strategy,
             "channel": RUNS_CHANNEL,
+            "worker": start[0] if start else None,
+            "lease": start[1] if start else None,
         },
     )
     row = await cur.fetchone()

@@ -249,3 +249,91 @@ async def test_a_process_never_claims_again_a_run_it_still_executes(
         assert mine == []
         [(taken, _)] = await runs_store.claim(conn, "other", 30.0, executing=[])
     assert (taken["run_id"], taken["attempt"]) == (run["run_id"], 2)
+
+
+async def _ended(svc: Any, run: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        now = await svc.refreshed_run(run["thread_id"], run["run_id"])
+        if now["status"] not in ("pending", "running"):
+            return dict(now)
+        assert time.monotonic() < deadline, f"run {run['run_id']} did not end: {now}"
+        await asyncio.sleep(0.05)
+
+
+def _recording_claims(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The run ids every claim statement of the test returns."""
+    claimed: list[str] = []
+    real = runs_store.claim
+
+    async def claim(*args: Any, **kwargs: Any) -> Any:
+        got = await real(*args, **kwargs)
+        claimed.extend(run["run_id"] for run, _ in got)
+        return got
+
+    monkeypatch.setattr(runs_store, "claim", claim)
+    return claimed
+
+
+async def test_a_run_on_an_idle_thread_starts_in_the_process_that_creates_it(
+    runtime: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Created where a worker slot is free, a run is committed as claimed (attempt 1, this
+    process's worker, a lease) in its creating transaction and starts at once: no claim
+    statement takes it. It is still answered as queued (``pending``, as LangGraph Server)."""
+    claimed = _recording_claims(monkeypatch)
+    async with open_service(settings, runtime=runtime) as svc:
+        assert svc.workers is not None
+        created = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=counter(2), if_not_exists="create"),
+        )
+        assert (created["status"], created["attempt"]) == ("pending", 0)
+        async with runtime.pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT attempt, worker_id, lease_until > now() AS leased, progress IS NOT NULL"
+                " AS marked FROM runs WHERE run_id = %s",
+                (uuid.UUID(created["run_id"]),),
+            )
+            row = await cur.fetchone()
+        assert row is not None
+        assert dict(row) == {
+            "attempt": 1,
+            "worker_id": svc.workers.worker_id,
+            "leased": True,
+            "marked": True,  # the attempts limit judges a later attempt against it
+        }
+        ended = await _ended(svc, created)
+    assert (ended["status"], ended["attempt"]) == ("success", 1)
+    assert created["run_id"] not in claimed
+
+
+async def test_a_run_behind_another_or_without_a_free_slot_is_queued_and_claimed(
+    runtime: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One worker slot. A second run on the busy thread waits in the queue (one run per thread);
+    a run on another thread, while the slot is taken, too. Both are claimed once the slot is
+    free, in order, each as attempt 1."""
+    claimed = _recording_claims(monkeypatch)
+    one_slot = settings.model_copy(update={"workers": 1})
+    monkeypatch.setattr(runtime, "settings", one_slot)  # the workers read the runtime's
+    async with open_service(one_slot, runtime=runtime) as svc:
+        tid = str(uuid.uuid4())
+        first = await svc.create_run(
+            tid,
+            RunCreate(assistant_id="agent", input=counter(3, delay=0.3), if_not_exists="create"),
+        )
+        behind = await svc.create_run(
+            tid, RunCreate(assistant_id="agent", input=counter(1), multitask_strategy="enqueue")
+        )
+        elsewhere = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=counter(1), if_not_exists="create"),
+        )
+        for queued in (behind, elsewhere):
+            now = await svc.refreshed_run(queued["thread_id"], queued["run_id"])
+            assert (now["status"], now["attempt"]) == ("pending", 0), now
+        results = [await _ended(svc, run) for run in (first, behind, elsewhere)]
+    assert [(r["status"], r["attempt"]) for r in results] == [("success", 1)] * 3
+    assert first["run_id"] not in claimed
+    assert sorted(claimed) == sorted([behind["run_id"], elsewhere["run_id"]])
