@@ -10,13 +10,13 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
@@ -154,6 +154,31 @@ _transaction: ContextVar[AsyncConnection[Any] | None] = ContextVar(
 """The connection of the transaction :meth:`PooledSaver.aput` writes a checkpoint in."""
 
 
+T = TypeVar("T")
+
+
+async def run_to_completion(work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` to its end even if the caller is cancelled meanwhile; a cancellation that
+    came is raised once it is over (its result, or its error, is then dropped)."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():  # cancelled itself (the loop is closing): nothing to wait for
+                raise
+            cancelled = True
+            continue
+        except BaseException:
+            if cancelled:
+                raise asyncio.CancelledError from None
+            raise
+        if cancelled:
+            raise asyncio.CancelledError
+        return result
+
+
 def checkpoint_transaction() -> AsyncConnection[Any] | None:
     """Inside :meth:`PooledSaver.aput`: the connection whose transaction holds the checkpoint."""
     return _transaction.get()
@@ -183,12 +208,28 @@ class PooledSaver(AsyncPostgresSaver):
         if events is None:
             return await super().aput(config, checkpoint, metadata, new_versions)
         pool = cast(Pool, self.conn)
-        async with (
-            events() as store_events,
-            self.lock,
-            pool.connection() as conn,
-            conn.transaction(),
-        ):
+        async with events() as store_events, self.lock, pool.connection() as conn:
+            # Once the transaction started it runs to its end, COMMIT or ROLLBACK, even when the
+            # run is cancelled meanwhile (the cancellation is raised after it): a pipeline left
+            # half-way would hand the pool a connection still inside a transaction.
+            return await run_to_completion(
+                self._aput_in_transaction(
+                    conn, store_events, config, checkpoint, metadata, new_versions
+                )
+            )
+
+    async def _aput_in_transaction(
+        self,
+        conn: AsyncConnection[Any],
+        store_events: Callable[[AsyncConnection[Any]], Awaitable[None]],
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """The events, the blobs and the checkpoint in one transaction sent as one pipeline:
+        one round trip, whose COMMIT fails if the event log's fence refused the events."""
+        async with conn.pipeline(), conn.transaction():
             await store_events(conn)
             token = _transaction.set(conn)
             try:

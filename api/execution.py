@@ -18,10 +18,11 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
+from psycopg import AsyncConnection
 
 from api.auth.user import User
 from api.compaction import compact_thread
-from api.database import EVENTS_BARRIER_KEY, PooledSaver
+from api.database import EVENTS_BARRIER_KEY, PooledSaver, run_to_completion
 from api.hub import Hub
 from api.metrics import StepTimer
 from api.rollback import roll_back, rolled_back
@@ -30,7 +31,7 @@ from api.runtime import Runtime
 from api.serde import to_jsonable
 from api.store import runs, threads
 from api.store.event_writer import Emitter
-from api.store.events import LostRun
+from api.store.events import LostRun, is_fenced_out
 from api.stream_modes import event_names
 from api.takeover import TakeoverDedupe
 
@@ -151,6 +152,10 @@ class Executor:
             await roll_back(self.runtime.pool, thread_id, undone)
         started: MetadataEvent = {"run_id": run_id, "attempt": run["attempt"]}
         await emitter.emit("metadata", started)
+        if run["attempt"] > 1:
+            # A takeover: the attempt before died, and this one may die at the same step before
+            # any checkpoint takes the event along. Stored now, each attempt's start is in the log.
+            await emitter.barrier()
         kwargs = run["kwargs"]
         graph = self.runtime.graphs[run["assistant_id"]]
         config = cast(RunnableConfig, await self.config(run, emitter))
@@ -263,18 +268,29 @@ class Executor:
         interrupted: bool = False,
         interrupts: dict[str, Any] | None = None,
     ) -> None:
-        """End event, run status and thread status in one transaction (fenced by the attempt)."""
-        async with self.runtime.pool.connection() as conn, conn.transaction():
-            await emitter.emit_on(conn, "end", end_event(emitter.run_id, status, error))
-            await runs.finish(conn, emitter.run_id, status, error)
-            after = "interrupted" if interrupted else ("error" if status == "error" else "idle")
-            now = await threads.refresh_status(
-                conn,
-                thread_id,
-                after=after,
-                values=to_jsonable(values) if values else None,
-                interrupts=to_jsonable(interrupts) if interrupts is not None else None,
-            )
+        """End event, run status and thread status in one transaction (fenced by the attempt),
+        sent as one pipeline and run to its end once started (see ``PooledSaver.aput``)."""
+        after = "interrupted" if interrupted else ("error" if status == "error" else "idle")
+
+        async def write(conn: AsyncConnection[Any]) -> str | None:
+            async with conn.pipeline(), conn.transaction():
+                await emitter.emit_on(conn, "end", end_event(emitter.run_id, status, error))
+                await runs.finish(conn, emitter.run_id, status, error)
+                return await threads.refresh_status(
+                    conn,
+                    thread_id,
+                    after=after,
+                    values=to_jsonable(values) if values else None,
+                    interrupts=to_jsonable(interrupts) if interrupts is not None else None,
+                )
+
+        async with self.runtime.pool.connection() as conn:
+            try:
+                now = await run_to_completion(write(conn))
+            except Exception as err:
+                if is_fenced_out(err):
+                    raise LostRun(emitter.run_id) from err
+                raise
         emitter.wake()
         if now == "busy":  # a run queued behind this one: claim it now, not at the next poll
             self.hub.runs_changed.set()

@@ -86,29 +86,38 @@ class Emitter:
     @asynccontextmanager
     async def with_checkpoint(self) -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
         """For a checkpoint's write: yields ``store(conn)``, which writes every event queued so
-        far on ``conn`` (the checkpoint's transaction); they are streamed once the block exits
-        (after the commit). An error in the block puts them back in the queue, unstored."""
+        far on ``conn`` (the checkpoint's transaction, in pipeline mode: the fence fails the
+        transaction rather than being read); they are streamed once the block exits (after the
+        commit). An error in the block puts them back in the queue, unstored; the fence's error
+        comes out as :class:`LostRun`."""
         self._raise_failure()
         async with self._writing:
             self._raise_failure()
             batch: Batch = []
+            started = 0.0
 
             async def store(conn: Any) -> None:
-                nonlocal batch
+                nonlocal batch, started
                 batch, self._queued = self._queued, []
                 if batch:
-                    await self._store(conn, batch)
+                    self.hub.expect_local(self.run_id, batch[-1][0])
+                    started = time.perf_counter()
+                    await events.append_batch_or_abort(conn, self.run_id, self.attempt, batch)
 
             try:
                 yield store
             except BaseException as err:
+                if events.is_fenced_out(err):
+                    self._failed = LostRun(self.run_id)
+                    raise self._failed from err
                 if isinstance(err, LostRun):
                     self._failed = err
                 else:  # rolled back with the checkpoint: to be stored later, in order
                     self._queued = [*batch, *self._queued]
                     self._start_flusher()
                 raise
-            if batch:
+            if batch:  # committed, with the checkpoint
+                metrics.observe_event_batch(len(batch), time.perf_counter() - started)
                 self.hub.publish(self.run_id, batch)
 
     async def barrier(self) -> None:
@@ -119,13 +128,15 @@ class Emitter:
         self._raise_failure()
 
     async def emit_on(self, conn: AsyncConnection[Any], event: str, data: Any) -> None:
-        """Store, on ``conn`` (the caller's transaction), whatever is still queued and then this
-        event; call :meth:`wake` once the transaction is committed."""
+        """Store, on ``conn`` (the caller's transaction, in pipeline mode: fenced by an error
+        that fails it, ``events.is_fenced_out``), whatever is still queued and then this event;
+        call :meth:`wake` once the transaction is committed."""
         async with self._writing:
             self._raise_failure()
             self.seq += 1
             batch, self._queued = [*self._queued, (self.seq, event, dumps(data))], []
-            await self._store(conn, batch)
+            self.hub.expect_local(self.run_id, batch[-1][0])
+            await events.append_batch_or_abort(conn, self.run_id, self.attempt, batch)
             self._committed = batch
 
     def wake(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 
 EVENTS_CHANNEL = "threadline_events"
@@ -22,6 +23,24 @@ WITH ins AS (
 SELECT c.n, CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
 FROM (SELECT count(*) AS n, max(seq) AS last FROM ins) c
 """
+
+
+APPEND_BATCH_OR_ABORT = """
+WITH ins AS (
+    INSERT INTO run_events (run_id, seq, event, data, attempt)
+    SELECT %(run)s, b.seq, b.event, b.data::json, %(attempt)s
+    FROM unnest(%(seqs)s::bigint[], %(events)s::text[], %(datas)s::text[]) AS b(seq, event, data)
+    WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
+                  AND status = 'running')
+    RETURNING seq)
+SELECT threadline_fence(c.n, %(expected)s, %(run)s),
+       CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
+FROM (SELECT count(*) AS n, max(seq) AS last FROM ins) c
+"""
+"""The same, fenced by an error (``threadline_fence``, migration 0008) instead of a count the
+caller reads: for a transaction sent in one pipeline, where nothing is read before COMMIT."""
+
+FENCE_SQLSTATE = "TL001"
 
 
 class LostRun(Exception):
@@ -47,6 +66,30 @@ async def append_batch(
     row = await cur.fetchone()
     if row is None or row["n"] != len(batch):
         raise LostRun(run_id)
+
+
+async def append_batch_or_abort(
+    conn: AsyncConnection[Any], run_id: str, attempt: int, batch: list[tuple[int, str, str]]
+) -> None:
+    """Send the batch's insert without reading its result (pipeline mode): when the attempt
+    is fenced out, the statement fails (:func:`is_fenced_out`) and so does its transaction."""
+    await conn.execute(
+        APPEND_BATCH_OR_ABORT,
+        {
+            "run": uuid.UUID(run_id),
+            "seqs": [seq for seq, _, _ in batch],
+            "events": [event for _, event, _ in batch],
+            "datas": [data for _, _, data in batch],
+            "attempt": attempt,
+            "channel": EVENTS_CHANNEL,
+            "expected": len(batch),
+        },
+    )
+
+
+def is_fenced_out(err: BaseException) -> bool:
+    """Whether ``err`` is the fence of :data:`APPEND_BATCH_OR_ABORT` refusing a batch."""
+    return isinstance(err, psycopg.Error) and err.sqlstate == FENCE_SQLSTATE
 
 
 async def append(

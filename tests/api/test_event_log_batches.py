@@ -19,9 +19,16 @@ from typing import Any
 
 import httpx
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-from api.database import PooledSaver, checkpoint_transaction
+from api.database import (
+    EVENTS_BARRIER_KEY,
+    PooledSaver,
+    checkpoint_transaction,
+    run_to_completion,
+)
+from api.execution import Executor
 from api.hub import Hub
 from api.lifecycle import open_service
 from api.schemas import RunCreate
@@ -229,3 +236,84 @@ async def test_runs_cancelled_mid_checkpoint_leave_no_connection_holding_a_trans
         proc.stop()
         kill_strays(tmp_path / "data")
     assert invisible == []
+
+
+async def test_a_checkpoint_carrying_events_of_a_fenced_out_attempt_is_not_written(
+    runtime: Any,
+) -> None:
+    """The checkpoint's transaction goes out in one pipeline and reads nothing before COMMIT:
+    when another worker took the run over, the fence fails the events' insert, which aborts the
+    whole transaction. Neither the events nor the checkpoint are stored, and the writer says
+    LostRun (then and afterwards)."""
+    run = await _claimed_run(runtime)
+    emitter = Emitter(
+        runtime.pool, Hub(runtime.database.url), run["run_id"], run["attempt"], run["thread_id"]
+    )
+    saver = runtime.saver
+    assert isinstance(saver, PooledSaver)
+    config: Any = {
+        "configurable": {
+            "thread_id": run["thread_id"],
+            "checkpoint_ns": "",
+            EVENTS_BARRIER_KEY: emitter.with_checkpoint,
+        }
+    }
+    await emitter.emit("custom", {"step": 1})
+    await saver.aput(config, empty_checkpoint(), {"step": -1}, {})  # held: stored
+    async with runtime.pool.connection() as conn:  # another worker took the run over
+        await conn.execute(
+            "UPDATE runs SET attempt = attempt + 1 WHERE run_id = %s", (uuid.UUID(run["run_id"]),)
+        )
+    await emitter.emit("custom", {"step": 2})
+    with pytest.raises(LostRun):
+        await saver.aput(config, empty_checkpoint(), {"step": 0}, {})
+    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1]
+    async with runtime.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (run["thread_id"],)
+        )
+        assert (await cur.fetchone())["n"] == 1  # the first checkpoint only
+        # The connection went back to the pool clean: its next statement commits.
+        assert conn.info.transaction_status.name == "IDLE"
+    with pytest.raises(LostRun):
+        await emitter.emit("custom", {"step": 3})
+
+
+async def test_a_checkpoint_cancelled_mid_write_completes_before_the_cancellation() -> None:
+    """``run_to_completion``: the caller's cancellation waits for the work, then is raised."""
+    done: list[str] = []
+
+    async def work() -> str:
+        await asyncio.sleep(0.1)
+        done.append("committed")
+        return "ok"
+
+    caller = asyncio.create_task(run_to_completion(work()))
+    await asyncio.sleep(0.02)
+    caller.cancel()
+    await asyncio.sleep(0.01)
+    assert not caller.done()  # still waiting for the work
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert done == ["committed"]
+    assert await run_to_completion(work()) == "ok"
+
+
+async def test_the_end_of_a_fenced_out_attempt_writes_nothing(runtime: Any) -> None:
+    """The run's last transaction (end event, run status, thread status) is one pipeline too:
+    an attempt that lost its run gets LostRun, and neither the end nor the statuses change."""
+    run = await _claimed_run(runtime)
+    hub = Hub(runtime.database.url)
+    emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+    async with runtime.pool.connection() as conn:  # another worker took the run over
+        await conn.execute(
+            "UPDATE runs SET attempt = attempt + 1 WHERE run_id = %s", (uuid.UUID(run["run_id"]),)
+        )
+    with pytest.raises(LostRun):
+        await Executor(runtime, hub).finish(emitter, run["thread_id"], "success", None)
+    assert await _stored(runtime, run["run_id"]) == []
+    async with runtime.pool.connection() as conn:
+        row = await (await conn.execute("SELECT status FROM runs")).fetchone()
+        thread = await threads.get(conn, run["thread_id"])
+    assert row is not None and row["status"] == "running"
+    assert thread is not None and thread["status"] == "busy"
