@@ -223,7 +223,7 @@ class Workers:
             if mine is None or mine[0] != execution.run["attempt"]:
                 if execution.task and not execution.task.done():
                     self._stop(execution, "lost")
-            elif mine[1]:
+            elif mine[1] and mine[2]:
                 self._stop(execution, "cancel")
 
     def _cancel_local(self, run_id: str) -> None:

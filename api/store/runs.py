@@ -144,17 +144,22 @@ async def claim(
 
 async def renew(
     conn: AsyncConnection[Any], worker_id: str, lease: float, run_ids: list[str]
-) -> dict[str, tuple[int, bool]]:
+) -> dict[str, tuple[int, bool, bool]]:
     """Extend the leases of the runs this worker executes; returns run id → (attempt, cancel
-    requested). Only the ids it names: a run whose execution ended without finishing it must
-    see its lease expire, not be kept alive forever."""
+    requested, still running). Only the ids it names: a run whose execution ended without
+    finishing it must see its lease expire, not be kept alive forever. A run this worker has
+    just finished (its task not over yet) is returned as not running: it was not lost."""
     cur = await conn.execute(
-        "UPDATE runs SET lease_until = now() + make_interval(secs => %s)"
-        " WHERE worker_id = %s AND status = 'running' AND run_id = ANY(%s)"
-        " RETURNING run_id, attempt, cancel_requested",
+        "UPDATE runs SET lease_until = CASE WHEN status = 'running'"
+        " THEN now() + make_interval(secs => %s) ELSE lease_until END"
+        " WHERE worker_id = %s AND run_id = ANY(%s)"
+        " RETURNING run_id, attempt, cancel_requested, status = 'running' AS running",
         (lease, worker_id, [uuid.UUID(r) for r in run_ids]),
     )
-    return {str(r["run_id"]): (r["attempt"], r["cancel_requested"]) for r in await cur.fetchall()}
+    return {
+        str(r["run_id"]): (r["attempt"], r["cancel_requested"], r["running"])
+        for r in await cur.fetchall()
+    }
 
 
 async def release(conn: AsyncConnection[Any], run_id: str, attempt: int, worker_id: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from typing import Any
@@ -337,3 +338,34 @@ async def test_a_run_behind_another_or_without_a_free_slot_is_queued_and_claimed
     assert [(r["status"], r["attempt"]) for r in results] == [("success", 1)] * 3
     assert first["run_id"] not in claimed
     assert sorted(claimed) == sorted([behind["run_id"], elsewhere["run_id"]])
+
+
+async def test_a_run_finished_but_not_yet_cleaned_up_is_not_taken_for_lost(
+    runtime: Any, settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A heartbeat that lands between a run's final transaction and the end of its task (under
+    load, that is many awaits) finds the run no longer running. It was finished here, not taken
+    over: it must not be stopped as "lost" (found at c=50 in the no-work benchmark)."""
+    from api.execution import Executor
+
+    real_finish = Executor.finish
+
+    async def slow_to_clean_up(self: Executor, *args: Any, **kwargs: Any) -> None:
+        await real_finish(self, *args, **kwargs)
+        await asyncio.sleep(3 * settings.heartbeat_seconds)  # renewals happen meanwhile
+
+    monkeypatch.setattr(Executor, "finish", slow_to_clean_up)
+    caplog.set_level(logging.WARNING, logger="api.worker")
+    async with open_service(settings, runtime=runtime) as svc:
+        created = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=counter(1), if_not_exists="create"),
+        )
+        ended = await _ended(svc, created)
+        deadline = time.monotonic() + 10
+        assert svc.workers is not None
+        while svc.workers.active:
+            assert time.monotonic() < deadline, "the run's task did not end"
+            await asyncio.sleep(0.1)
+    assert (ended["status"], ended["attempt"]) == ("success", 1)
+    assert not [r.getMessage() for r in caplog.records if "lease lost" in r.getMessage()]
