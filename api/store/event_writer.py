@@ -59,6 +59,8 @@ class Emitter:
         self._writing = asyncio.Lock()
         """Held while a batch is written and published: batches land in order."""
         self._flusher: asyncio.Task[None] | None = None
+        self._linger: asyncio.TimerHandle | None = None
+        """Pending while queued events wait for a checkpoint to take them along."""
         self._failed: BaseException | None = None
         self._committed: Batch = []
 
@@ -99,6 +101,7 @@ class Emitter:
             async def store(conn: Any) -> None:
                 nonlocal batch, started
                 batch, self._queued = self._queued, []
+                self._stop_lingering()  # nothing left for the flusher
                 if batch:
                     self.hub.expect_local(self.run_id, batch[-1][0])
                     started = time.perf_counter()
@@ -123,7 +126,7 @@ class Emitter:
     async def barrier(self) -> None:
         """Return once every event emitted so far is stored; raise what stopped the writes.
         (The flusher runs until the queue is empty.)"""
-        self._start_flusher()
+        self._flush_now()
         await self.close()
         self._raise_failure()
 
@@ -146,6 +149,8 @@ class Emitter:
 
     async def close(self) -> None:
         """The attempt is over: let a flush in flight (or about to start) land."""
+        if self._linger is not None:
+            self._flush_now()
         if self._flusher is not None and not self._flusher.done():
             await asyncio.gather(self._flusher, return_exceptions=True)
 
@@ -161,17 +166,28 @@ class Emitter:
             raise self._failed
 
     def _start_flusher(self) -> None:
-        if (
-            self._queued
-            and self._failed is None
-            and (self._flusher is None or self._flusher.done())
-        ):
+        """Store what is queued ``LINGER_SECONDS`` from now, unless a checkpoint takes it first
+        (a timer, not a task: most steps end with a checkpoint well within the delay)."""
+        if self._queued and self._failed is None and self._linger is None and not self._flushing:
+            self._linger = asyncio.get_running_loop().call_later(LINGER_SECONDS, self._flush_now)
+
+    @property
+    def _flushing(self) -> bool:
+        return self._flusher is not None and not self._flusher.done()
+
+    def _stop_lingering(self) -> None:
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
+
+    def _flush_now(self) -> None:
+        self._stop_lingering()
+        if self._queued and self._failed is None and not self._flushing:
             self._flusher = asyncio.create_task(self._flush_loop(), name=f"events-{self.run_id}")
 
     async def _flush_loop(self) -> None:
         """Stores what no checkpoint took along, batch by batch, while events are queued."""
         try:
-            await asyncio.sleep(LINGER_SECONDS)
             while self._queued and self._failed is None:
                 async with self._writing:
                     if not self._queued or self._failed is not None:

@@ -336,8 +336,8 @@ async def test_a_run_behind_another_or_without_a_free_slot_is_queued_and_claimed
             assert (now["status"], now["attempt"]) == ("pending", 0), now
         results = [await _ended(svc, run) for run in (first, behind, elsewhere)]
     assert [(r["status"], r["attempt"]) for r in results] == [("success", 1)] * 3
-    assert first["run_id"] not in claimed
-    assert sorted(claimed) == sorted([behind["run_id"], elsewhere["run_id"]])
+    # (The first run may have been claimed too: a claim in flight holds the only slot.)
+    assert {behind["run_id"], elsewhere["run_id"]} <= set(claimed)
 
 
 async def test_a_run_finished_but_not_yet_cleaned_up_is_not_taken_for_lost(
