@@ -12,7 +12,7 @@ EVENTS_CHANNEL = "threadline_events"
 
 # Fenced: a worker that lost its lease (another took the run over) writes nothing. One statement
 # and one notification (naming the batch's last event) for a whole batch.
-APPEND_BATCH = """
+_INSERT_FENCED = """
 WITH ins AS (
     INSERT INTO run_events (run_id, seq, event, data, attempt)
     SELECT %(run)s, b.seq, b.event, b.data::json, %(attempt)s
@@ -20,25 +20,16 @@ WITH ins AS (
     WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
                   AND status = 'running')
     RETURNING seq)
-SELECT c.n, CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
+SELECT {fence}, CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
 FROM (SELECT count(*) AS n, max(seq) AS last FROM ins) c
 """
 
+APPEND_BATCH = _INSERT_FENCED.format(fence="c.n")
+"""The caller reads how many events were stored: fewer than the batch's means fenced out."""
 
-APPEND_BATCH_OR_ABORT = """
-WITH ins AS (
-    INSERT INTO run_events (run_id, seq, event, data, attempt)
-    SELECT %(run)s, b.seq, b.event, b.data::json, %(attempt)s
-    FROM unnest(%(seqs)s::bigint[], %(events)s::text[], %(datas)s::text[]) AS b(seq, event, data)
-    WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
-                  AND status = 'running')
-    RETURNING seq)
-SELECT threadline_fence(c.n, %(expected)s, %(run)s),
-       CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
-FROM (SELECT count(*) AS n, max(seq) AS last FROM ins) c
-"""
-"""The same, fenced by an error (``threadline_fence``, migration 0008) instead of a count the
-caller reads: for a transaction sent in one pipeline, where nothing is read before COMMIT."""
+APPEND_BATCH_OR_ABORT = _INSERT_FENCED.format(fence="threadline_fence(c.n, %(expected)s, %(run)s)")
+"""Fenced by an error (``threadline_fence``, migration 0008) instead of a count the caller
+reads: for a transaction sent in one pipeline, where nothing is read before COMMIT."""
 
 FENCE_SQLSTATE = "TL001"
 
@@ -47,22 +38,24 @@ class LostRun(Exception):
     """This worker no longer owns the run (its lease expired and another worker took it)."""
 
 
+def _batch_params(run_id: str, attempt: int, batch: list[tuple[int, str, str]]) -> dict[str, Any]:
+    return {
+        "run": uuid.UUID(run_id),
+        "seqs": [seq for seq, _, _ in batch],
+        "events": [event for _, event, _ in batch],
+        "datas": [data for _, _, data in batch],
+        "attempt": attempt,
+        "channel": EVENTS_CHANNEL,
+        "expected": len(batch),
+    }
+
+
 async def append_batch(
     conn: AsyncConnection[Any], run_id: str, attempt: int, batch: list[tuple[int, str, str]]
 ) -> None:
     """Store events ``(seq, event, data JSON)`` and notify listeners once; raises LostRun when
     fenced out (then nothing of the batch is stored)."""
-    cur = await conn.execute(
-        APPEND_BATCH,
-        {
-            "run": uuid.UUID(run_id),
-            "seqs": [seq for seq, _, _ in batch],
-            "events": [event for _, event, _ in batch],
-            "datas": [data for _, _, data in batch],
-            "attempt": attempt,
-            "channel": EVENTS_CHANNEL,
-        },
-    )
+    cur = await conn.execute(APPEND_BATCH, _batch_params(run_id, attempt, batch))
     row = await cur.fetchone()
     if row is None or row["n"] != len(batch):
         raise LostRun(run_id)
@@ -73,18 +66,7 @@ async def append_batch_or_abort(
 ) -> None:
     """Send the batch's insert without reading its result (pipeline mode): when the attempt
     is fenced out, the statement fails (:func:`is_fenced_out`) and so does its transaction."""
-    await conn.execute(
-        APPEND_BATCH_OR_ABORT,
-        {
-            "run": uuid.UUID(run_id),
-            "seqs": [seq for seq, _, _ in batch],
-            "events": [event for _, event, _ in batch],
-            "datas": [data for _, _, data in batch],
-            "attempt": attempt,
-            "channel": EVENTS_CHANNEL,
-            "expected": len(batch),
-        },
-    )
+    await conn.execute(APPEND_BATCH_OR_ABORT, _batch_params(run_id, attempt, batch))
 
 
 def is_fenced_out(err: BaseException) -> bool:
