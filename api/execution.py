@@ -132,8 +132,8 @@ class Executor:
         try:
             await self._attempt(run, emitter)
         finally:
-            # Stopped (cancelled, lease lost): a batch in flight lands before anything else is
-            # written for the run; what was still queued was never stored, so never streamed.
+            # Stopped (cancelled, lease lost) or not: what is queued or in flight lands before
+            # anything else is written for the run (or fails against the fence: lease lost).
             await emitter.close()
 
     async def _attempt(self, run: dict[str, Any], emitter: Emitter) -> None:

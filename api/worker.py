@@ -116,11 +116,7 @@ class Workers:
     def start_reserved(self, run: dict[str, Any]) -> None:
         """Execute a run committed as claimed by this worker (its first attempt) in the slot
         :meth:`reserve` took."""
-        run = {**run, "stalled_attempts": 0}
-        attempt_claimed(run)
-        execution = Execution(run=run, last_seq=0)
-        self.active[run["run_id"]] = execution
-        execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])
+        execution = self._launch({**run, "stalled_attempts": 0}, last_seq=0)
         if self.stopping:  # stopping began meanwhile: hand it back like the other runs
             self._stop(execution, "shutdown")
 
@@ -155,10 +151,7 @@ class Workers:
             for _ in range(taken - len(claimed)):
                 self.slots.release()
             for run, last_seq in claimed:
-                attempt_claimed(run)
-                execution = Execution(run=run, last_seq=last_seq)
-                self.active[run["run_id"]] = execution
-                execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])
+                self._launch(run, last_seq)
             if len(claimed) < taken:
                 # The queue had no more for us: wait for a new run (or the poll) instead of
                 # asking again at once, which costs a claim statement per run for nothing.
@@ -240,6 +233,15 @@ class Workers:
                 execution.task.cancel()
 
     # -- one run -------------------------------------------------------------------------------
+
+    def _launch(self, run: dict[str, Any], last_seq: int) -> Execution:
+        """Execute an attempt this worker holds (claimed, or committed as claimed), in a slot
+        already taken."""
+        attempt_claimed(run)
+        execution = Execution(run=run, last_seq=last_seq)
+        self.active[run["run_id"]] = execution
+        execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])
+        return execution
 
     async def _execute(self, execution: Execution) -> None:
         run = execution.run

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from bench.service import clean_env, free_port
+from bench.service import ManagedProcess, clean_env, free_port
 
 
 def find(spec: str) -> tuple[Path | None, str]:
@@ -70,9 +68,11 @@ def version_of(exe: Path) -> dict[str, str]:
         return {"error": f"{type(err).__name__}: {err}"}
 
 
-class LangGraphDev:
+class LangGraphDev(ManagedProcess):
     """``langgraph dev --no-browser --no-reload --port N`` on ``config``, one process (its queue,
     threads and checkpoints in memory), stopped with SIGTERM."""
+
+    tail_lines = 20
 
     def __init__(self, exe: Path, config: Path, *, jobs: int, log_path: Path) -> None:
         self.exe, self.config, self.log_path = exe, config, log_path
@@ -102,11 +102,6 @@ class LangGraphDev:
         }
         self.proc: subprocess.Popen[bytes] | None = None
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
     def start(self, timeout: float = 90.0) -> None:
         log = self.log_path.open("ab")
         t0 = time.perf_counter()
@@ -133,26 +128,3 @@ class LangGraphDev:
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"langgraph dev was not ready within {timeout}s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
-
-    def log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def __enter__(self) -> LangGraphDev:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import httpx
 
@@ -49,7 +49,48 @@ class Target(Protocol):
     def pid(self) -> int: ...
 
 
-class Server:
+class ManagedProcess:
+    """A server subprocess the benchmark starts (``start``, in the subclass), logging to
+    ``log_path``, stopped with SIGTERM (then SIGKILL); a context manager."""
+
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    tail_lines = 30
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 60.0) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(timeout=5)
+
+    def log_tail(self) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(lines[-self.tail_lines :])
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Server(ManagedProcess):
     """``python -m cli serve`` on a free port; logs to a file; stopped with SIGTERM."""
 
     def __init__(
@@ -83,11 +124,6 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
         self.startup_s: float | None = None
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
     def start(self, timeout: float = 60.0) -> None:
         log = self.log_path.open("ab")
         t0 = time.perf_counter()
@@ -112,16 +148,6 @@ class Server:
         self.stop()
         raise RuntimeError(f"the server was not ready within {timeout}s:\n" + self.log_tail())
 
-    def stop(self) -> int | None:
-        if self.proc is None or self.proc.poll() is not None:
-            return None if self.proc is None else self.proc.returncode
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait(timeout=5)
-
     def snapshot(self, path: Path, timeout: float = 10.0) -> dict[str, Any]:
         """Ask a server started by ``bench.instrument`` for its counters (SIGUSR2)."""
         path.unlink(missing_ok=True)
@@ -132,19 +158,6 @@ class Server:
                 raise RuntimeError("the instrumented server did not write its counters")
             time.sleep(0.02)
         return dict(json.loads(path.read_text()))
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def __enter__(self) -> Server:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 FORMS = ("threads", "create")
