@@ -24,7 +24,8 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
 
-from api.database import Pool, PooledSaver
+from api.database import Pool
+from api.saver import PooledSaver
 from api.store import runs
 
 SNAPSHOT_BLOB_SQL = """

@@ -8,20 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg import AsyncConnection, AsyncCursor
+from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -138,22 +134,6 @@ async def migrate(conn: AsyncConnection[Any]) -> list[str]:
     return applied
 
 
-EVENTS_BARRIER_KEY = "__threadline_events_barrier"
-"""In a run's ``config["configurable"]``: a function returning an async context manager that
-yields ``store(conn)``. :class:`PooledSaver` enters it for each checkpoint and calls ``store`` in
-the checkpoint's transaction, before the checkpoint: the run's events emitted before it are then
-stored with it, in one commit (``api.store.event_writer``).
-
-A task's writes do not wait for the events: a step whose writes were saved but not its
-checkpoint runs again as cached on a takeover, and LangGraph emits its updates again; the
-takeover dedupe stores those an earlier attempt did not (``api.takeover``)."""
-
-_transaction: ContextVar[AsyncConnection[Any] | None] = ContextVar(
-    "threadline_checkpoint_transaction", default=None
-)
-"""The connection of the transaction :meth:`PooledSaver.aput` writes a checkpoint in."""
-
-
 T = TypeVar("T")
 
 
@@ -177,104 +157,6 @@ async def run_to_completion(work: Coroutine[Any, Any, T]) -> T:
         if cancelled:
             raise asyncio.CancelledError
         return result
-
-
-def checkpoint_transaction() -> AsyncConnection[Any] | None:
-    """Inside :meth:`PooledSaver.aput`: the connection whose transaction holds the checkpoint."""
-    return _transaction.get()
-
-
-class PooledSaver(AsyncPostgresSaver):
-    """``AsyncPostgresSaver`` whose lock admits as many calls at once as it may use connections,
-    and that writes a run's events in the transaction of its next checkpoint.
-
-    The stock saver serializes every call behind one ``asyncio.Lock`` (needed for a single
-    connection). On a pool each call takes its own connection, so a semaphore sized to the share of
-    the pool set aside for checkpoints lets concurrent runs checkpoint in parallel.
-    """
-
-    def __init__(self, pool: Pool, *, concurrency: int) -> None:
-        super().__init__(pool)
-        self.lock = asyncio.Semaphore(concurrency)  # type: ignore[assignment]
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        events = (config.get("configurable") or {}).get(EVENTS_BARRIER_KEY)
-        if events is None:
-            return await super().aput(config, checkpoint, metadata, new_versions)
-        pool = cast(Pool, self.conn)
-        async with events() as store_events, self.lock, pool.connection() as conn:
-            # Once the transaction started it runs to its end, COMMIT or ROLLBACK, even when the
-            # run is cancelled meanwhile (the cancellation is raised after it): a pipeline left
-            # half-way would hand the pool a connection still inside a transaction.
-            return await run_to_completion(
-                self._aput_in_transaction(
-                    conn, store_events, config, checkpoint, metadata, new_versions
-                )
-            )
-
-    async def _aput_in_transaction(
-        self,
-        conn: AsyncConnection[Any],
-        store_events: Callable[[AsyncConnection[Any]], Awaitable[None]],
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """The events, the blobs and the checkpoint in one transaction sent as one pipeline:
-        one round trip, whose COMMIT fails if the event log's fence refused the events."""
-        async with conn.pipeline(), conn.transaction():
-            await store_events(conn)
-            token = _transaction.set(conn)
-            try:
-                return await super().aput(config, checkpoint, metadata, new_versions)
-            finally:
-                _transaction.reset(token)
-
-    @asynccontextmanager
-    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
-        conn = _transaction.get()
-        if conn is None:
-            async with super()._cursor(pipeline=pipeline) as cur:
-                yield cur
-            return
-        # In :meth:`aput`'s transaction (its lock is held already).
-        async with conn.cursor(binary=True, row_factory=dict_row) as cur:
-            yield cur
-
-    def get_next_version(self, current: str | None, channel: None) -> str:
-        return next_channel_version(current)
-
-
-VERSION_DIGITS = 12
-"""Width of the counter in a channel version. The stock saver's ``{n:032}.{random():016}`` is 51
-characters, and a checkpoint names one version per channel plus one per channel each node has
-seen: short versions take about 0.9 KB off every agent step (bench/: checkpoint storage)."""
-
-
-def next_channel_version(current: str | int | None) -> str:
-    """The version after ``current``: ``{n:012}.{8 random hex digits}``.
-
-    LangGraph compares versions as strings, so the counter is zero-padded to a fixed width. The
-    random part keeps two forks of one checkpoint from writing different values under the same
-    blob key (``checkpoint_blobs`` keeps the first, ``ON CONFLICT DO NOTHING``). Threads written
-    by the stock saver carry 32-digit counters; any short version compares greater than those
-    (more leading zeros, counters below 10^20), so such a thread moves on to short versions and
-    its versions keep increasing.
-    """
-    if current is None:
-        count = 0
-    elif isinstance(current, int):
-        count = current
-    else:
-        count = int(current.split(".", 1)[0])
-    return f"{count + 1:0{VERSION_DIGITS}}.{random.getrandbits(32):08x}"
 
 
 async def prepare_schema(pool: Pool, saver: AsyncPostgresSaver, store: Any = None) -> None:

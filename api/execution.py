@@ -22,12 +22,13 @@ from psycopg import AsyncConnection
 
 from api.auth.user import User
 from api.compaction import compact_thread
-from api.database import EVENTS_BARRIER_KEY, PooledSaver, run_to_completion
+from api.database import run_to_completion
 from api.hub import Hub
 from api.metrics import StepTimer
 from api.rollback import roll_back, rolled_back
 from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
 from api.runtime import Runtime
+from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.serde import to_jsonable
 from api.store import runs, threads
 from api.store.event_writer import Emitter

@@ -13,8 +13,9 @@ from langgraph.store.base import BaseStore
 
 from api.adapters import DEFAULT, GraphAdapter
 from api.builtin_agent import BUILTIN_ASSISTANT
-from api.database import Database, Pool, PooledSaver, open_pool, prepare_schema, resolve_database
+from api.database import Database, Pool, open_pool, prepare_schema, resolve_database
 from api.memory import open_store
+from api.saver import PooledSaver
 from api.settings import Settings
 
 logger = logging.getLogger(__name__)

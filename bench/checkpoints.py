@@ -52,8 +52,9 @@ from langchain_core.runnables import RunnableConfig
 
 from api.builtin_agent.wiring import agent_tools
 from api.compaction import compact_thread
-from api.database import PooledSaver, open_pool, prepare_schema
+from api.database import open_pool, prepare_schema
 from api.runtime import saver_concurrency
+from api.saver import PooledSaver
 from api.serde import dumps
 
 TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")

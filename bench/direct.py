@@ -13,8 +13,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from api.builtin_agent.wiring import build_agent
-from api.database import PooledSaver, open_pool, prepare_schema
+from api.database import open_pool, prepare_schema
 from api.runtime import saver_concurrency
+from api.saver import PooledSaver
 from api.settings import Settings
 from bench import nowork
 from bench.measure import PgSampler, ProcSampler, RunResult, drive, summarize

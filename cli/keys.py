@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from api.auth import keys
-from api.database import PooledSaver, open_pool, prepare_schema, resolve_database
+from api.database import open_pool, prepare_schema, resolve_database
+from api.saver import PooledSaver
 from api.settings import Settings
 from api.store import keys as store
 

@@ -4,7 +4,7 @@ An event is numbered and queued at once. What is queued is stored in one stateme
 two transactions:
 
 - **the next checkpoint's**: the checkpointer asks for the run's queued events
-  (:meth:`Emitter.with_checkpoint`, under ``api.database.EVENTS_BARRIER_KEY``) and writes them in
+  (:meth:`Emitter.with_checkpoint`, under ``api.saver.EVENTS_BARRIER_KEY``) and writes them in
   the transaction that writes the checkpoint, before it. A step's events and its checkpoint cost
   one commit, and a checkpoint is never durable without the events emitted before it;
 - **its own**, when no checkpoint comes first: a flusher waits ``LINGER_SECONDS`` after an

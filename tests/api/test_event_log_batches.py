@@ -22,15 +22,11 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-from api.database import (
-    EVENTS_BARRIER_KEY,
-    PooledSaver,
-    checkpoint_transaction,
-    run_to_completion,
-)
+from api.database import run_to_completion
 from api.execution import Executor
 from api.hub import Hub
 from api.lifecycle import open_service
+from api.saver import EVENTS_BARRIER_KEY, PooledSaver, checkpoint_transaction
 from api.schemas import RunCreate
 from api.store import events, runs, threads
 from api.store.event_writer import Emitter
