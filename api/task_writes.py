@@ -1,0 +1,124 @@
+"""A run's task writes, stored with the step's checkpoint when it comes soon enough.
+
+LangGraph saves what each task returns (``aput_writes``) as soon as the task ends, in a
+transaction of its own, and then the step's checkpoint in another: a step of five parallel tool
+calls costs six commits. For a run the service executes, :class:`api.saver.PooledSaver` hands a
+task's writes to a :class:`WriteBuffer` instead:
+
+- a checkpoint of the same thread that starts within ``LINGER_SECONDS`` takes them along: they
+  are written in its transaction, before it (:meth:`WriteBuffer.take`);
+- otherwise they are written on their own when the delay is over, together with every other
+  write of the thread that came meanwhile (the parallel tasks of one step): one commit.
+
+``aput_writes`` returns once its writes are committed, either way, so what waits for them
+(LangGraph's background executor at the end of a run, a checkpoint after delta-channel writes)
+still sees them stored. A step whose tasks run long still has each finished task's writes
+stored within the delay, so a takeover re-runs only the unfinished ones, as before. What changes
+is the window: a task's writes are durable up to ``LINGER_SECONDS`` later than a round trip
+after it ended. The built-in agent's tools do not rely on that window (the audit log records a
+call before its result can be checkpointed, and a repeat returns the recorded result).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from itertools import groupby
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from api.database import run_to_completion
+
+LINGER_SECONDS = 0.002
+"""How long a task's writes wait for a checkpoint to take them along before they are stored
+alone (the event log's delay, ``api.store.event_writer.LINGER_SECONDS``)."""
+
+Row = tuple[str, tuple[Any, ...]]
+"""One write as stored: ``(statement, parameters)``: the stock saver's statement
+(``INSERT_CHECKPOINT_WRITES_SQL`` or ``UPSERT_CHECKPOINT_WRITES_SQL``) and its row."""
+
+
+class PendingWrites:
+    """Writes of one thread waiting to be stored, and the ``aput_writes`` calls waiting for
+    them."""
+
+    def __init__(self, timer: asyncio.TimerHandle) -> None:
+        self.rows: list[Row] = []
+        self.waiters: list[asyncio.Future[None]] = []
+        self.timer = timer
+
+    async def write(self, conn: AsyncConnection[Any]) -> None:
+        """Execute the rows on ``conn`` (a caller's transaction, in pipeline mode), one
+        ``executemany`` per run of rows of the same statement, in the order they came."""
+        async with conn.cursor(binary=True) as cur:
+            for query, group in groupby(self.rows, key=lambda row: row[0]):
+                await cur.executemany(query, [params for _, params in group])
+
+    def stored(self) -> None:
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def failed(self, err: BaseException) -> None:
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_exception(err)
+                waiter.exception()  # retrieved here: a caller cancelled meanwhile reads none
+
+
+Connect = Callable[[], AbstractAsyncContextManager[AsyncConnection[Any]]]
+"""Opens a connection for writes stored on their own (the saver's lock, then the pool)."""
+
+
+class WriteBuffer:
+    """The task writes of each thread not stored yet (one saver's, in one process)."""
+
+    def __init__(self, connect: Connect) -> None:
+        self._connect = connect
+        self._pending: dict[str, PendingWrites] = {}
+        self._writing: set[asyncio.Task[None]] = set()
+
+    async def add(self, thread_id: str, rows: list[Row]) -> None:
+        """Queue ``rows`` for ``thread_id``; return once they are committed (raise what stopped
+        that)."""
+        loop = asyncio.get_running_loop()
+        pending = self._pending.get(thread_id)
+        if pending is None:
+            timer = loop.call_later(LINGER_SECONDS, self._store_alone, thread_id)
+            pending = self._pending[thread_id] = PendingWrites(timer)
+        pending.rows.extend(rows)
+        waiter: asyncio.Future[None] = loop.create_future()
+        pending.waiters.append(waiter)
+        await waiter
+
+    def take(self, thread_id: str) -> PendingWrites | None:
+        """The writes of ``thread_id`` queued so far, for a checkpoint's transaction: the caller
+        writes them (:meth:`PendingWrites.write`) and reports ``stored()`` or ``failed()``."""
+        pending = self._pending.pop(thread_id, None)
+        if pending is not None:
+            pending.timer.cancel()
+        return pending
+
+    def _store_alone(self, thread_id: str) -> None:
+        pending = self.take(thread_id)
+        if pending is not None:
+            task = asyncio.create_task(self._write_alone(pending), name=f"writes-{thread_id}")
+            self._writing.add(task)
+            task.add_done_callback(self._writing.discard)
+
+    async def _write_alone(self, pending: PendingWrites) -> None:
+        try:
+            async with self._connect() as conn:
+                await run_to_completion(self._in_transaction(conn, pending))
+        except BaseException as err:  # the callers get it from aput_writes
+            pending.failed(err)
+            if isinstance(err, asyncio.CancelledError):
+                raise
+        else:
+            pending.stored()
+
+    async def _in_transaction(self, conn: AsyncConnection[Any], pending: PendingWrites) -> None:
+        async with conn.pipeline(), conn.transaction():
+            await pending.write(conn)

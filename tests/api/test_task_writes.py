@@ -1,0 +1,228 @@
+"""A run's task writes are stored with the step's checkpoint (``api.task_writes``).
+
+For a run the service executes, the writes of a step's tasks go in the transaction of the
+checkpoint that follows them, not in one transaction each; a task whose step goes on without it
+(a slow sibling) still has its writes stored on their own, soon; and writes taken into a
+checkpoint's transaction share its fate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import START, StateGraph
+from langgraph.types import Send
+
+from api import task_writes
+from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.task_writes import LINGER_SECONDS
+
+FAN_OUT = 3
+
+
+class State(TypedDict, total=False):
+    done: Annotated[list[int], operator.add]
+    joined: bool
+
+
+def _graph(saver: PooledSaver, slow: asyncio.Event | None = None) -> Any:
+    """``fan`` sends ``FAN_OUT`` ``work`` tasks (task 0 waits for ``slow``, when given), then
+    ``join``."""
+
+    def fan(state: State) -> State:
+        return {}
+
+    def route(state: State) -> list[Send]:
+        return [Send("work", {"i": i}) for i in range(FAN_OUT)]
+
+    async def work(call: dict[str, int]) -> State:
+        if slow is not None and call["i"] == 0:
+            await slow.wait()
+        return {"done": [call["i"]]}
+
+    def join(state: State) -> State:
+        return {"joined": True}
+
+    g = StateGraph(State)
+    g.add_node("fan", fan)
+    g.add_node("work", work)  # type: ignore[arg-type]  # a Send task takes its own payload
+    g.add_node("join", join)
+    g.add_edge(START, "fan")
+    g.add_conditional_edges("fan", route, ["work"])
+    g.add_edge("work", "join")
+    return g.compile(checkpointer=saver)
+
+
+@asynccontextmanager
+async def _no_events() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
+    async def store(conn: Any) -> None:
+        pass
+
+    yield store
+
+
+def _config(thread_id: str, *, served: bool) -> Any:
+    """A run as the service executes it (``served``: with the events barrier) or not."""
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if served:
+        configurable[EVENTS_BARRIER_KEY] = _no_events
+    return {"configurable": configurable}
+
+
+async def _writes(runtime: Any, thread_id: str) -> list[dict[str, Any]]:
+    """Each stored write, with its transaction and that of the checkpoint after its own."""
+    async with runtime.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob,"
+            " w.xmin::text AS written_in, c.xmin::text AS next_in"
+            " FROM checkpoint_writes w LEFT JOIN checkpoints c ON c.thread_id = w.thread_id"
+            " AND c.checkpoint_ns = w.checkpoint_ns AND c.parent_checkpoint_id = w.checkpoint_id"
+            " WHERE w.thread_id = %s ORDER BY w.task_id, w.idx",
+            (thread_id,),
+        )
+        return list(await cur.fetchall())
+
+
+async def test_a_steps_task_writes_are_committed_with_the_checkpoint_after_them(
+    runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Long enough that every checkpoint comes within it, on a slow machine too: none is stored
+    # alone (the next test covers that).
+    monkeypatch.setattr(task_writes, "LINGER_SECONDS", 5.0)
+    saver = runtime.saver
+    graph = _graph(saver)
+    served, stock = str(uuid.uuid4()), str(uuid.uuid4())
+    for thread_id, is_served in ((served, True), (stock, False)):
+        final = await graph.ainvoke({}, _config(thread_id, served=is_served), durability="sync")
+        assert sorted(final["done"]) == list(range(FAN_OUT)) and final["joined"]
+
+    mine, theirs = await _writes(runtime, served), await _writes(runtime, stock)
+    # The same writes are stored either way (fan, the three work tasks, join), byte for byte.
+    assert len(mine) == len(theirs) >= FAN_OUT + 2
+
+    def stored(w: dict[str, Any]) -> tuple[Any, ...]:
+        return (w["task_path"], w["idx"], w["channel"], w["type"], bytes(w["blob"]))
+
+    assert sorted(map(stored, mine)) == sorted(map(stored, theirs))
+    # Served: each in the transaction of the checkpoint that follows its step.
+    assert all(w["written_in"] == w["next_in"] for w in mine), mine
+    # The stock path (no barrier): one transaction of its own each.
+    assert not any(w["written_in"] == w["next_in"] for w in theirs), theirs
+    assert len({w["written_in"] for w in theirs}) == len({w["task_id"] for w in theirs})
+    # And the history reads the same: each checkpoint's pending writes are there.
+    history = [s async for s in graph.aget_state_history(_config(served, served=False))]
+    stock_history = [s async for s in graph.aget_state_history(_config(stock, served=False))]
+    assert [len(s.tasks) for s in history] == [len(s.tasks) for s in stock_history]
+    assert [sorted(str(t.result) for t in s.tasks) for s in history] == [
+        sorted(str(t.result) for t in s.tasks) for s in stock_history
+    ]
+
+
+async def test_a_finished_tasks_writes_are_stored_while_a_slow_sibling_still_runs(
+    runtime: Any,
+) -> None:
+    """What a takeover needs to re-run only the unfinished task: the finished ones' writes are
+    stored on their own, within the delay, though no checkpoint comes to take them along."""
+    slow = asyncio.Event()
+    graph = _graph(runtime.saver, slow)
+    thread_id = str(uuid.uuid4())
+    run = asyncio.create_task(graph.ainvoke({}, _config(thread_id, served=True), durability="sync"))
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            stored = {
+                w["task_id"] for w in await _writes(runtime, thread_id) if w["channel"] == "done"
+            }
+            if len(stored) == FAN_OUT - 1:
+                break
+            assert time.monotonic() < deadline, f"finished tasks' writes not stored: {stored}"
+            await asyncio.sleep(10 * LINGER_SECONDS)
+        assert not run.done()
+        # Stored alone: no checkpoint follows their step yet.
+        work = [w for w in await _writes(runtime, thread_id) if w["channel"] == "done"]
+        assert work and all(w["next_in"] is None for w in work), work
+    finally:
+        slow.set()
+    final = await run
+    assert sorted(final["done"]) == list(range(FAN_OUT))
+
+
+async def test_writes_taken_into_a_failed_checkpoint_are_not_stored_and_say_why(
+    runtime: Any,
+) -> None:
+    """A checkpoint's transaction that fails (here its events' statement; in service, the event
+    log's fence refusing an attempt that lost its run) stores none of the writes it took, and
+    the task that saved them gets the error."""
+    saver = runtime.saver
+    thread_id = str(uuid.uuid4())
+    first = await saver.aput(
+        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+        empty_checkpoint(),
+        {"step": -1},
+        {},
+    )
+
+    @asynccontextmanager
+    async def failing_events() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
+        async def store(conn: Any) -> None:
+            await conn.execute("SELECT 1 / 0")
+
+        yield store
+
+    config: Any = {"configurable": {**first["configurable"], EVENTS_BARRIER_KEY: failing_events}}
+    write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
+    await asyncio.sleep(0)  # queued, waiting for the checkpoint
+    with pytest.raises(Exception, match="division by zero"):
+        await saver.aput(config, empty_checkpoint(), {"step": 0}, {})
+    with pytest.raises(Exception, match="division by zero"):
+        await asyncio.wait_for(write, 10)
+    assert await _writes(runtime, thread_id) == []
+    async with runtime.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (thread_id,)
+        )
+        assert (await cur.fetchone())["n"] == 1  # the first checkpoint only
+
+
+async def test_writes_of_a_checkpoint_cancelled_mid_write_are_reported_stored(
+    runtime: Any,
+) -> None:
+    """A run cancelled while its checkpoint's transaction is under way: the transaction still
+    commits (``run_to_completion``), and the task that saved writes into it is told they are
+    stored, not cancelled."""
+    saver = runtime.saver
+    thread_id = str(uuid.uuid4())
+    first = await saver.aput(
+        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+        empty_checkpoint(),
+        {"step": -1},
+        {},
+    )
+    in_transaction = asyncio.Event()
+
+    @asynccontextmanager
+    async def slow_events() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
+        async def store(conn: Any) -> None:
+            in_transaction.set()
+            await asyncio.sleep(0.2)
+
+        yield store
+
+    config: Any = {"configurable": {**first["configurable"], EVENTS_BARRIER_KEY: slow_events}}
+    write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
+    await asyncio.sleep(0)
+    checkpoint = asyncio.create_task(saver.aput(config, empty_checkpoint(), {"step": 0}, {}))
+    await asyncio.wait_for(in_transaction.wait(), 10)
+    checkpoint.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await checkpoint
+    assert await asyncio.wait_for(write, 10) is None
+    assert [w["channel"] for w in await _writes(runtime, thread_id)] == ["done"]
