@@ -13,7 +13,7 @@ import operator
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -61,19 +61,38 @@ def _graph(saver: PooledSaver, slow: asyncio.Event | None = None) -> Any:
     return g.compile(checkpointer=saver)
 
 
-@asynccontextmanager
-async def _no_events() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
-    async def store(conn: Any) -> None:
-        pass
+def _events(
+    store: Callable[[Any], Awaitable[None]],
+) -> Callable[[], AbstractAsyncContextManager[Callable[[Any], Awaitable[None]]]]:
+    """An events barrier (``EVENTS_BARRIER_KEY``) whose ``store(conn)`` is ``store``."""
 
-    yield store
+    @asynccontextmanager
+    async def barrier() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
+        yield store
+
+    return barrier
+
+
+async def _nothing(conn: Any) -> None:
+    pass
+
+
+async def _first_checkpoint(saver: PooledSaver) -> dict[str, Any]:
+    """A new thread's first checkpoint, saved the stock way; its config's ``configurable``."""
+    first = await saver.aput(
+        {"configurable": {"thread_id": str(uuid.uuid4()), "checkpoint_ns": ""}},
+        empty_checkpoint(),
+        {"step": -1},
+        {},
+    )
+    return dict(first["configurable"])
 
 
 def _config(thread_id: str, *, served: bool) -> Any:
     """A run as the service executes it (``served``: with the events barrier) or not."""
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if served:
-        configurable[EVENTS_BARRIER_KEY] = _no_events
+        configurable[EVENTS_BARRIER_KEY] = _events(_nothing)
     return {"configurable": configurable}
 
 
@@ -162,22 +181,13 @@ async def test_writes_taken_into_a_failed_checkpoint_are_not_stored_and_say_why(
     log's fence refusing an attempt that lost its run) stores none of the writes it took, and
     the task that saved them gets the error."""
     saver = runtime.saver
-    thread_id = str(uuid.uuid4())
-    first = await saver.aput(
-        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-        empty_checkpoint(),
-        {"step": -1},
-        {},
-    )
+    first = await _first_checkpoint(saver)
+    thread_id = first["thread_id"]
 
-    @asynccontextmanager
-    async def failing_events() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
-        async def store(conn: Any) -> None:
-            await conn.execute("SELECT 1 / 0")
+    async def failing(conn: Any) -> None:
+        await conn.execute("SELECT 1 / 0")
 
-        yield store
-
-    config: Any = {"configurable": {**first["configurable"], EVENTS_BARRIER_KEY: failing_events}}
+    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events(failing)}}
     write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
     await asyncio.sleep(0)  # queued, waiting for the checkpoint
     with pytest.raises(Exception, match="division by zero"):
@@ -199,24 +209,15 @@ async def test_writes_of_a_checkpoint_cancelled_mid_write_are_reported_stored(
     commits (``run_to_completion``), and the task that saved writes into it is told they are
     stored, not cancelled."""
     saver = runtime.saver
-    thread_id = str(uuid.uuid4())
-    first = await saver.aput(
-        {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
-        empty_checkpoint(),
-        {"step": -1},
-        {},
-    )
+    first = await _first_checkpoint(saver)
+    thread_id = first["thread_id"]
     in_transaction = asyncio.Event()
 
-    @asynccontextmanager
-    async def slow_events() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
-        async def store(conn: Any) -> None:
-            in_transaction.set()
-            await asyncio.sleep(0.2)
+    async def slow(conn: Any) -> None:
+        in_transaction.set()
+        await asyncio.sleep(0.2)
 
-        yield store
-
-    config: Any = {"configurable": {**first["configurable"], EVENTS_BARRIER_KEY: slow_events}}
+    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events(slow)}}
     write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
     await asyncio.sleep(0)
     checkpoint = asyncio.create_task(saver.aput(config, empty_checkpoint(), {"step": 0}, {}))
