@@ -112,16 +112,26 @@ class PooledSaver(AsyncPostgresSaver):
         events = (config.get("configurable") or {}).get(EVENTS_BARRIER_KEY)
         if events is None:
             return await super().aput(config, checkpoint, metadata, new_versions)
-        async with events() as store_events, self._connection() as conn:
-            writes = self.writes.take(str(config["configurable"]["thread_id"]))
-            # Once the transaction started it runs to its end, COMMIT or ROLLBACK, even when the
-            # run is cancelled meanwhile (the cancellation is raised after it): a pipeline left
-            # half-way would hand the pool a connection still inside a transaction.
-            return await run_to_completion(
-                self._aput_in_transaction(
-                    conn, store_events, writes, config, checkpoint, metadata, new_versions
+        # Taken before waiting for the events' lock and a connection: under load that wait
+        # outlasts the delay, and the writes would go in a transaction of their own (waiting
+        # for the same lock and pool) rather than in this one.
+        writes = self.writes.take(str(config["configurable"]["thread_id"]))
+        started = False
+        try:
+            async with events() as store_events, self._connection() as conn:
+                started = True
+                # Once the transaction started it runs to its end, COMMIT or ROLLBACK, even when
+                # the run is cancelled meanwhile (the cancellation is raised after it): a
+                # pipeline left half-way would hand the pool a connection still in a transaction.
+                return await run_to_completion(
+                    self._aput_in_transaction(
+                        conn, store_events, writes, config, checkpoint, metadata, new_versions
+                    )
                 )
-            )
+        except BaseException:
+            if writes is not None and not started:  # no transaction to carry them: on their own
+                self.writes.store_alone(writes)
+            raise
 
     async def _aput_in_transaction(
         self,

@@ -5,8 +5,9 @@ transaction of its own, and then the step's checkpoint in another: a step of fiv
 calls costs six commits. For a run the service executes, :class:`api.saver.PooledSaver` hands a
 task's writes to a :class:`WriteBuffer` instead:
 
-- a checkpoint of the same thread that starts within ``LINGER_SECONDS`` takes them along: they
-  are written in its transaction, before it (:meth:`WriteBuffer.take`);
+- a checkpoint of the same thread saved within ``LINGER_SECONDS`` takes them along as it is
+  handed to the saver (before it waits for a connection): they are written in its transaction,
+  before it (:meth:`WriteBuffer.take`);
 - otherwise they are written on their own when the delay is over, together with every other
   write of the thread that came meanwhile (the parallel tasks of one step): one commit.
 
@@ -86,7 +87,7 @@ class WriteBuffer:
         loop = asyncio.get_running_loop()
         pending = self._pending.get(thread_id)
         if pending is None:
-            timer = loop.call_later(LINGER_SECONDS, self._store_alone, thread_id)
+            timer = loop.call_later(LINGER_SECONDS, self._linger_over, thread_id)
             pending = self._pending[thread_id] = PendingWrites(timer)
         pending.rows.extend(rows)
         waiter: asyncio.Future[None] = loop.create_future()
@@ -95,18 +96,24 @@ class WriteBuffer:
 
     def take(self, thread_id: str) -> PendingWrites | None:
         """The writes of ``thread_id`` queued so far, for a checkpoint's transaction: the caller
-        writes them (:meth:`PendingWrites.write`) and reports ``stored()`` or ``failed()``."""
+        writes them (:meth:`PendingWrites.write`) and reports ``stored()`` or ``failed()``, or,
+        when its transaction never started, hands them to :meth:`store_alone`."""
         pending = self._pending.pop(thread_id, None)
         if pending is not None:
             pending.timer.cancel()
         return pending
 
-    def _store_alone(self, thread_id: str) -> None:
+    def store_alone(self, pending: PendingWrites) -> None:
+        """Write taken writes in a transaction of their own (the checkpoint that took them
+        could not start one)."""
+        task = asyncio.create_task(self._write_alone(pending), name="task-writes")
+        self._writing.add(task)
+        task.add_done_callback(self._writing.discard)
+
+    def _linger_over(self, thread_id: str) -> None:
         pending = self.take(thread_id)
         if pending is not None:
-            task = asyncio.create_task(self._write_alone(pending), name=f"writes-{thread_id}")
-            self._writing.add(task)
-            task.add_done_callback(self._writing.discard)
+            self.store_alone(pending)
 
     async def _write_alone(self, pending: PendingWrites) -> None:
         try:

@@ -227,3 +227,52 @@ async def test_writes_of_a_checkpoint_cancelled_mid_write_are_reported_stored(
         await checkpoint
     assert await asyncio.wait_for(write, 10) is None
     assert [w["channel"] for w in await _writes(runtime, thread_id)] == ["done"]
+
+
+async def test_a_checkpoint_waiting_for_a_connection_takes_the_writes_queued_before_it(
+    runtime: Any,
+) -> None:
+    """Under load a checkpoint waits for the saver's lock longer than the delay: the writes it
+    was handed after still go in its transaction, not in one of their own."""
+    saver = runtime.saver
+    first = await _first_checkpoint(saver)
+    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events(_nothing)}}
+    held = 0
+    while not saver.lock.locked():  # every connection the saver may use is busy
+        await saver.lock.acquire()
+        held += 1
+    try:
+        write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
+        await asyncio.sleep(0)
+        checkpoint = asyncio.create_task(saver.aput(config, empty_checkpoint(), {"step": 0}, {}))
+        await asyncio.sleep(20 * LINGER_SECONDS)
+        assert not write.done() and not checkpoint.done()
+    finally:
+        for _ in range(held):
+            saver.lock.release()
+    await asyncio.wait_for(asyncio.gather(write, checkpoint), 10)
+    [stored] = await _writes(runtime, first["thread_id"])
+    assert stored["written_in"] == stored["next_in"]
+
+
+async def test_writes_a_checkpoint_took_but_could_not_write_are_stored_on_their_own(
+    runtime: Any,
+) -> None:
+    """A checkpoint that fails before its transaction starts (here its events barrier; in
+    service, an event log that already failed) does not take the writes down with it."""
+    saver = runtime.saver
+    first = await _first_checkpoint(saver)
+
+    @asynccontextmanager
+    async def broken() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
+        raise RuntimeError("the event log is gone")
+        yield _nothing  # pragma: no cover
+
+    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: broken}}
+    write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
+    await asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="the event log is gone"):
+        await saver.aput(config, empty_checkpoint(), {"step": 0}, {})
+    assert await asyncio.wait_for(write, 10) is None
+    [stored] = await _writes(runtime, first["thread_id"])
+    assert stored["channel"] == "done" and stored["next_in"] is None
