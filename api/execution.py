@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -31,7 +31,7 @@ from api.runtime import Runtime
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.serde import to_jsonable
 from api.store import runs, threads
-from api.store.event_writer import Emitter
+from api.store.event_writer import CheckpointEvents, Emitter
 from api.store.events import LostRun, is_fenced_out
 from api.stream_modes import event_names
 from api.takeover import TakeoverDedupe
@@ -166,10 +166,10 @@ class Executor:
         steps = StepTimer()
 
         @asynccontextmanager
-        async def checkpoint_events() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
+        async def checkpoint_events() -> AsyncIterator[CheckpointEvents]:
             steps.checkpoint()  # the checkpointer's, for each checkpoint
-            async with emitter.with_checkpoint() as store:
-                yield store
+            async with emitter.with_checkpoint() as step:
+                yield step
 
         config["configurable"][EVENTS_BARRIER_KEY] = checkpoint_events
         try:

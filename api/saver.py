@@ -1,18 +1,17 @@
 """The checkpointer: LangGraph's ``AsyncPostgresSaver`` on the process's pool, without its one
-lock, and for a run the service executes, one transaction per step.
+lock, and for a run the service executes, one statement per step.
 
-A step's checkpoint is written in one transaction, sent as one pipeline, together with the run's
-events emitted before it (``api.store.event_writer``) and the task writes that came before it
-(``api.task_writes``).
+A step's checkpoint is written in one statement (``api.step_statement``), together with the
+run's events emitted before it (``api.store.event_writer``) and the task writes that came before
+it (``api.task_writes``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -23,37 +22,29 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg import AsyncConnection, AsyncCursor
-from psycopg.rows import DictRow, dict_row
+from psycopg import AsyncConnection
 
 from api.database import Pool, run_to_completion
+from api.step_statement import TaskWrite, checkpoint_rows, step_statement
+from api.store.event_writer import CheckpointEvents
+from api.store.events import EventRows
 from api.task_writes import PendingWrites, WriteBuffer
 
 EVENTS_BARRIER_KEY = "__threadline_events_barrier"
 """In a run's ``config["configurable"]``: a function returning an async context manager that
-yields ``store(conn)``. :class:`PooledSaver` enters it for each checkpoint and calls ``store`` in
-the checkpoint's transaction, before the checkpoint: the run's events emitted before it are then
-stored with it, in one commit (``api.store.event_writer``).
+yields a :class:`api.store.event_writer.CheckpointEvents`. :class:`PooledSaver` enters it for
+each checkpoint, takes the run's events emitted before it into the checkpoint's statement, and
+reports when that statement succeeded: they are stored with it, in one commit.
 
-The same config tells the saver to hold a task's writes for that transaction too
+The same config tells the saver to hold a task's writes for that statement too
 (``api.task_writes``), or to store them alone when no checkpoint comes soon. A step whose writes
 were saved but not its checkpoint runs again as cached on a takeover, and LangGraph emits its
 updates again; the takeover dedupe stores those an earlier attempt did not (``api.takeover``)."""
 
-_transaction: ContextVar[AsyncConnection[Any] | None] = ContextVar(
-    "threadline_checkpoint_transaction", default=None
-)
-"""The connection of the transaction :meth:`PooledSaver.aput` writes a checkpoint in."""
-
-
-def checkpoint_transaction() -> AsyncConnection[Any] | None:
-    """Inside :meth:`PooledSaver.aput`: the connection whose transaction holds the checkpoint."""
-    return _transaction.get()
-
 
 class PooledSaver(AsyncPostgresSaver):
     """``AsyncPostgresSaver`` whose lock admits as many calls at once as it may use connections,
-    and that writes a run's events and task writes in the transaction of its next checkpoint.
+    and that writes a run's events and task writes in the statement of its next checkpoint.
 
     The stock saver serializes every call behind one ``asyncio.Lock`` (needed for a single
     connection). On a pool each call takes its own connection, so a semaphore sized to the share of
@@ -86,11 +77,7 @@ class PooledSaver(AsyncPostgresSaver):
             return await super().aput_writes(config, writes, task_id, task_path)
         # The stock saver's rows and statements, built here rather than in a thread: a task's
         # writes are the update its event carries, which the event log serializes here too.
-        query = (
-            self.UPSERT_CHECKPOINT_WRITES_SQL
-            if all(w[0] in WRITES_IDX_MAP for w in writes)
-            else self.INSERT_CHECKPOINT_WRITES_SQL
-        )
+        upsert = all(w[0] in WRITES_IDX_MAP for w in writes)
         thread_id = configurable["thread_id"]
         rows = self._dump_writes(
             thread_id,
@@ -100,7 +87,7 @@ class PooledSaver(AsyncPostgresSaver):
             task_path,
             writes,
         )
-        await self.writes.add(str(thread_id), [(query, params) for params in rows])
+        await self.writes.add(str(thread_id), [TaskWrite(row, upsert) for row in rows])
 
     async def aput(
         self,
@@ -116,64 +103,57 @@ class PooledSaver(AsyncPostgresSaver):
         # outlasts the delay, and the writes would go in a transaction of their own (waiting
         # for the same lock and pool) rather than in this one.
         writes = self.writes.take(str(config["configurable"]["thread_id"]))
-        started = False
+        sent = False
         try:
-            async with events() as store_events, self._connection() as conn:
-                started = True
-                # Once the transaction started it runs to its end, COMMIT or ROLLBACK, even when
-                # the run is cancelled meanwhile (the cancellation is raised after it): a
-                # pipeline left half-way would hand the pool a connection still in a transaction.
-                return await run_to_completion(
-                    self._aput_in_transaction(
-                        conn, store_events, writes, config, checkpoint, metadata, new_versions
-                    )
+            async with events() as step, self._connection() as conn:
+                sql, params, saved = self._step(
+                    step.take(), writes, config, checkpoint, metadata, new_versions
                 )
+                sent = True
+                # Once sent, the statement runs to its end even when the run is cancelled
+                # meanwhile (the cancellation is raised after it), and its outcome is reported.
+                await run_to_completion(self._store(conn, sql, params, step, writes))
         except BaseException:
-            if writes is not None and not started:  # no transaction to carry them: on their own
+            if writes is not None and not sent:  # no statement carried them: on their own
                 self.writes.store_alone(writes)
             raise
+        return saved
 
-    async def _aput_in_transaction(
-        self,
+    @staticmethod
+    async def _store(
         conn: AsyncConnection[Any],
-        store_events: Callable[[AsyncConnection[Any]], Awaitable[None]],
+        sql: str,
+        params: dict[str, Any],
+        step: CheckpointEvents,
+        writes: PendingWrites | None,
+    ) -> None:
+        try:
+            await conn.execute(sql, params, binary=True)
+        except BaseException as err:  # nothing stored: the writes' callers get the error too
+            if writes is not None:
+                writes.failed(err)
+            raise
+        step.stored()
+        if writes is not None:
+            writes.stored()
+
+    def _step(
+        self,
+        events: EventRows | None,
         writes: PendingWrites | None,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """The events, the task writes, the blobs and the checkpoint in one transaction sent as
-        one pipeline: one round trip, whose COMMIT fails if the event log's fence refused the
-        events (then none of it is stored)."""
-        try:
-            async with conn.pipeline(), conn.transaction():
-                await store_events(conn)
-                if writes is not None:
-                    await writes.write(conn)
-                token = _transaction.set(conn)
-                try:
-                    saved = await super().aput(config, checkpoint, metadata, new_versions)
-                finally:
-                    _transaction.reset(token)
-        except BaseException as err:  # rolled back: the writes' callers get the error too
-            if writes is not None:
-                writes.failed(err)
-            raise
-        if writes is not None:  # committed
-            writes.stored()
-        return saved
-
-    @asynccontextmanager
-    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
-        conn = _transaction.get()
-        if conn is None:
-            async with super()._cursor(pipeline=pipeline) as cur:
-                yield cur
-            return
-        # In :meth:`aput`'s transaction (its lock is held already).
-        async with conn.cursor(binary=True, row_factory=dict_row) as cur:
-            yield cur
+    ) -> tuple[str, dict[str, Any], RunnableConfig]:
+        """The one statement storing the step (``api.step_statement``): the events, the task
+        writes, the blobs and the checkpoint; it fails, storing nothing, if the event log's
+        fence refuses the events."""
+        row, blobs, saved = checkpoint_rows(self, config, checkpoint, metadata, new_versions)
+        sql, params = step_statement(
+            events=events, writes=writes.rows if writes else [], blobs=blobs, checkpoint=row
+        )
+        return sql, params, saved
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         return next_channel_version(current)

@@ -7,9 +7,9 @@ task's writes to a :class:`WriteBuffer` instead:
 
 - a checkpoint of the same thread saved within ``LINGER_SECONDS`` takes them along as it is
   handed to the saver (before it waits for a connection): they are written in its transaction,
-  before it (:meth:`WriteBuffer.take`);
+  before it, in its one statement (:meth:`WriteBuffer.take`, ``api.step_statement``);
 - otherwise they are written on their own when the delay is over, together with every other
-  write of the thread that came meanwhile (the parallel tasks of one step): one commit.
+  write of the thread that came meanwhile (the parallel tasks of one step): one statement.
 
 ``aput_writes`` returns once its writes are committed, either way, so what waits for them
 (LangGraph's background executor at the end of a run, a checkpoint after delta-channel writes)
@@ -25,20 +25,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from itertools import groupby
 from typing import Any
 
 from psycopg import AsyncConnection
 
 from api.database import run_to_completion
+from api.step_statement import TaskWrite, writes_statement
 
 LINGER_SECONDS = 0.002
 """How long a task's writes wait for a checkpoint to take them along before they are stored
 alone (the event log's delay, ``api.store.event_writer.LINGER_SECONDS``)."""
-
-Row = tuple[str, tuple[Any, ...]]
-"""One write as stored: ``(statement, parameters)``: the stock saver's statement
-(``INSERT_CHECKPOINT_WRITES_SQL`` or ``UPSERT_CHECKPOINT_WRITES_SQL``) and its row."""
 
 
 class PendingWrites:
@@ -46,16 +42,9 @@ class PendingWrites:
     them."""
 
     def __init__(self, timer: asyncio.TimerHandle) -> None:
-        self.rows: list[Row] = []
+        self.rows: list[TaskWrite] = []
         self.waiters: list[asyncio.Future[None]] = []
         self.timer = timer
-
-    async def write(self, conn: AsyncConnection[Any]) -> None:
-        """Execute the rows on ``conn`` (a caller's transaction, in pipeline mode), one
-        ``executemany`` per run of rows of the same statement, in the order they came."""
-        async with conn.cursor(binary=True) as cur:
-            for query, group in groupby(self.rows, key=lambda row: row[0]):
-                await cur.executemany(query, [params for _, params in group])
 
     def stored(self) -> None:
         for waiter in self.waiters:
@@ -81,7 +70,7 @@ class WriteBuffer:
         self._pending: dict[str, PendingWrites] = {}
         self._writing: set[asyncio.Task[None]] = set()
 
-    async def add(self, thread_id: str, rows: list[Row]) -> None:
+    async def add(self, thread_id: str, rows: list[TaskWrite]) -> None:
         """Queue ``rows`` for ``thread_id``; return once they are committed (raise what stopped
         that)."""
         loop = asyncio.get_running_loop()
@@ -97,7 +86,7 @@ class WriteBuffer:
     def take(self, thread_id: str) -> PendingWrites | None:
         """The writes of ``thread_id`` queued so far, for a checkpoint's transaction: the caller
         writes them (:meth:`PendingWrites.write`) and reports ``stored()`` or ``failed()``, or,
-        when its transaction never started, hands them to :meth:`store_alone`."""
+        when its statement was never sent, hands them to :meth:`store_alone`."""
         pending = self._pending.pop(thread_id, None)
         if pending is not None:
             pending.timer.cancel()
@@ -118,14 +107,11 @@ class WriteBuffer:
     async def _write_alone(self, pending: PendingWrites) -> None:
         try:
             async with self._connect() as conn:
-                await run_to_completion(self._in_transaction(conn, pending))
+                sql, params = writes_statement(pending.rows)
+                await run_to_completion(conn.execute(sql, params, binary=True))
         except BaseException as err:  # the callers get it from aput_writes
             pending.failed(err)
             if isinstance(err, asyncio.CancelledError):
                 raise
         else:
             pending.stored()
-
-    async def _in_transaction(self, conn: AsyncConnection[Any], pending: PendingWrites) -> None:
-        async with conn.pipeline(), conn.transaction():
-            await pending.write(conn)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -45,6 +45,32 @@ LINGER_SECONDS = 0.002
 
 Batch = list[tuple[int, str, str]]
 """Events as stored: ``(seq, event, data JSON)``."""
+
+
+class CheckpointEvents:
+    """A run's events as a checkpoint's statement takes them along
+    (:meth:`Emitter.with_checkpoint`)."""
+
+    def __init__(self, emitter: Emitter) -> None:
+        self._emitter = emitter
+        self.batch: Batch = []
+        self.started = 0.0
+        self.committed = False
+
+    def take(self) -> events.EventRows | None:
+        """Every event queued so far (``None``: none), now the statement's to store."""
+        emitter = self._emitter
+        self.batch, emitter._queued = emitter._queued, []
+        emitter._stop_lingering()  # nothing left for the flusher
+        if not self.batch:
+            return None
+        emitter.hub.expect_local(emitter.run_id, self.batch[-1][0])
+        self.started = time.perf_counter()
+        return events.EventRows(emitter.run_id, emitter.attempt, self.batch)
+
+    def stored(self) -> None:
+        """The statement carrying them succeeded."""
+        self.committed = True
 
 
 class Emitter:
@@ -86,42 +112,38 @@ class Emitter:
         self._start_flusher()
 
     @asynccontextmanager
-    async def with_checkpoint(self) -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
-        """For a checkpoint's write: yields ``store(conn)``, which writes every event queued so
-        far on ``conn`` (the checkpoint's transaction, in pipeline mode: the fence fails the
-        transaction rather than being read); they are streamed once the block exits (after the
-        commit). An error in the block puts them back in the queue, unstored; the fence's error
-        comes out as :class:`LostRun`."""
+    async def with_checkpoint(self) -> AsyncIterator[CheckpointEvents]:
+        """For a checkpoint's write: yields :class:`CheckpointEvents`, whose ``take()`` hands
+        over every event queued so far, for the checkpoint's statement to store before it
+        (``api.step_statement``: fenced by an error that fails the statement, not by a count
+        read back). The writer calls ``stored()`` once the statement succeeded; the events are
+        streamed when the block exits. An error in the block before that puts them back in the
+        queue, unstored; the fence's error comes out as :class:`LostRun`."""
         self._raise_failure()
         async with self._writing:
             self._raise_failure()
-            batch: Batch = []
-            started = 0.0
-
-            async def store(conn: Any) -> None:
-                nonlocal batch, started
-                batch, self._queued = self._queued, []
-                self._stop_lingering()  # nothing left for the flusher
-                if batch:
-                    self.hub.expect_local(self.run_id, batch[-1][0])
-                    started = time.perf_counter()
-                    await events.append_batch_or_abort(conn, self.run_id, self.attempt, batch)
-
+            step = CheckpointEvents(self)
             try:
-                yield store
+                yield step
             except BaseException as err:
+                if step.committed:  # stored, then cancelled: streamed all the same
+                    self._published(step)
+                    raise
                 if events.is_fenced_out(err):
                     self._failed = LostRun(self.run_id)
                     raise self._failed from err
                 if isinstance(err, LostRun):
                     self._failed = err
-                else:  # rolled back with the checkpoint: to be stored later, in order
-                    self._queued = [*batch, *self._queued]
+                else:  # failed with the checkpoint: to be stored later, in order
+                    self._queued = [*step.batch, *self._queued]
                     self._start_flusher()
                 raise
-            if batch:  # committed, with the checkpoint
-                metrics.observe_event_batch(len(batch), time.perf_counter() - started)
-                self.hub.publish(self.run_id, batch)
+            self._published(step)
+
+    def _published(self, step: CheckpointEvents) -> None:
+        if step.batch:
+            metrics.observe_event_batch(len(step.batch), time.perf_counter() - step.started)
+            self.hub.publish(self.run_id, step.batch)
 
     async def barrier(self) -> None:
         """Return once every event emitted so far is stored; raise what stopped the writes.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -32,6 +33,19 @@ APPEND_BATCH_OR_ABORT = _INSERT_FENCED.format(fence="threadline_fence(c.n, %(exp
 reads: for a transaction sent in one pipeline, where nothing is read before COMMIT."""
 
 FENCE_SQLSTATE = "TL001"
+
+
+@dataclass
+class EventRows:
+    """A batch of one attempt's events, to be stored by a statement of the caller's (a step's
+    checkpoint, ``api.step_statement``), fenced like :data:`APPEND_BATCH_OR_ABORT`."""
+
+    run_id: str
+    attempt: int
+    batch: list[tuple[int, str, str]]
+
+    def params(self) -> dict[str, Any]:
+        return _batch_params(self.run_id, self.attempt, self.batch)
 
 
 class LostRun(Exception):

@@ -20,13 +20,12 @@ from typing import Any
 import httpx
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from api.database import run_to_completion
 from api.execution import Executor
 from api.hub import Hub
 from api.lifecycle import open_service
-from api.saver import EVENTS_BARRIER_KEY, PooledSaver, checkpoint_transaction
+from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.schemas import RunCreate
 from api.store import events, runs, threads
 from api.store.event_writer import Emitter
@@ -124,9 +123,10 @@ async def test_a_writer_fenced_out_by_a_takeover_stores_nothing_more(runtime: An
 async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
     runtime: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With event writes slowed down, every checkpoint of a real run is written in a transaction
-    that holds every event emitted before it (committed before, or stored in it). (A task's
-    writes do not wait: see api.database.)"""
+    """With event writes slowed down, every checkpoint of a real run is written by a statement
+    that finds every event emitted before it stored, or stores it itself (one statement: the
+    events and the checkpoint commit together). (A task's writes do not wait: see
+    api.task_writes.)"""
     emitted: list[int] = []
     checks: list[tuple[int, int, int]] = []
     real_emit = Emitter.emit
@@ -140,16 +140,13 @@ async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
         await asyncio.sleep(0.15)
         await real_append(conn, run_id, attempt, batch)
 
-    async def count(conn: Any) -> int:
-        cur = await conn.execute("SELECT count(*) AS n FROM run_events")
-        row = await cur.fetchone()
-        return int(row["n"])
-
     async def count_committed() -> int:
         async with runtime.pool.connection() as conn:
-            return await count(conn)
+            cur = await conn.execute("SELECT count(*) AS n FROM run_events")
+            row = await cur.fetchone()
+            return int(row["n"])
 
-    real_put, parent_put = PooledSaver.aput, AsyncPostgresSaver.aput
+    real_put, real_store = PooledSaver.aput, PooledSaver._store
     # Events emitted when the call entered the saver.
     entered: contextvars.ContextVar[int] = contextvars.ContextVar("entered")
 
@@ -157,18 +154,16 @@ async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
         entered.set(len(emitted))
         return await real_put(self, config, *args)
 
-    async def checked_put(self: Any, config: Any, *args: Any) -> Any:
-        # What the checkpoint's own transaction sees: the events committed before it, and
-        # those it stores itself (written ahead of the checkpoint, committed with it).
-        transaction = checkpoint_transaction()
-        assert transaction is not None
-        checks.append((entered.get(), await count(transaction), await count_committed()))
-        return await parent_put(self, config, *args)
+    async def checked_store(conn: Any, sql: str, params: dict[str, Any], *args: Any) -> None:
+        # What the checkpoint's statement finds committed, and the events it carries itself.
+        carried = len(params.get("seqs") or [])
+        checks.append((entered.get(), await count_committed(), carried))
+        await real_store(conn, sql, params, *args)
 
     monkeypatch.setattr(Emitter, "emit", emit)
     monkeypatch.setattr(events, "append_batch", slow_append)
     monkeypatch.setattr(PooledSaver, "aput", put)
-    monkeypatch.setattr(AsyncPostgresSaver, "aput", checked_put)
+    monkeypatch.setattr(PooledSaver, "_store", staticmethod(checked_store))
     async with open_service(settings, runtime=runtime) as svc:
         created = await svc.create_run(
             str(uuid.uuid4()),
@@ -184,9 +179,9 @@ async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
     assert (await svc.refreshed_run(created["thread_id"], created["run_id"]))["status"] == "success"
     later = [c for c in checks if c[0] > 0]  # after the run's first event
     assert len(later) >= 5
-    assert all(with_it >= emitted_before for emitted_before, with_it, _ in later), checks
+    assert all(committed + carried >= before for before, committed, carried in later), checks
     # Some events were not stored yet when their step ended: they went in with its checkpoint.
-    assert any(committed < with_it for _, with_it, committed in later), checks
+    assert any(carried > 0 for _, _, carried in later), checks
 
 
 def _nowork_config(project: Path) -> Path:

@@ -1,9 +1,9 @@
 """A run's task writes are stored with the step's checkpoint (``api.task_writes``).
 
-For a run the service executes, the writes of a step's tasks go in the transaction of the
-checkpoint that follows them, not in one transaction each; a task whose step goes on without it
-(a slow sibling) still has its writes stored on their own, soon; and writes taken into a
-checkpoint's transaction share its fate.
+For a run the service executes, the writes of a step's tasks go in the statement of the
+checkpoint that follows them (``api.step_statement``), not in one transaction each; a task whose
+step goes on without it (a slow sibling) still has its writes stored on their own, soon; and
+writes taken into a checkpoint's statement share its fate.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import asyncio
 import operator
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any, TypedDict
 
+import psycopg
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import START, StateGraph
@@ -23,6 +24,7 @@ from langgraph.types import Send
 
 from api import task_writes
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.store.events import EventRows
 from api.task_writes import LINGER_SECONDS
 
 FAN_OUT = 3
@@ -61,20 +63,31 @@ def _graph(saver: PooledSaver, slow: asyncio.Event | None = None) -> Any:
     return g.compile(checkpointer=saver)
 
 
+class _Step:
+    """What an events barrier yields (``api.store.event_writer.CheckpointEvents``): here the
+    events to take along, if any, and whether the statement carrying them succeeded."""
+
+    def __init__(self, events: EventRows | None) -> None:
+        self.events = events
+        self.committed = False
+
+    def take(self) -> EventRows | None:
+        return self.events
+
+    def stored(self) -> None:
+        self.committed = True
+
+
 def _events(
-    store: Callable[[Any], Awaitable[None]],
-) -> Callable[[], AbstractAsyncContextManager[Callable[[Any], Awaitable[None]]]]:
-    """An events barrier (``EVENTS_BARRIER_KEY``) whose ``store(conn)`` is ``store``."""
+    events: EventRows | None = None,
+) -> Callable[[], AbstractAsyncContextManager[_Step]]:
+    """An events barrier (``EVENTS_BARRIER_KEY``) handing ``events`` to each checkpoint."""
 
     @asynccontextmanager
-    async def barrier() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
-        yield store
+    async def barrier() -> AsyncIterator[_Step]:
+        yield _Step(events)
 
     return barrier
-
-
-async def _nothing(conn: Any) -> None:
-    pass
 
 
 async def _first_checkpoint(saver: PooledSaver) -> dict[str, Any]:
@@ -92,7 +105,7 @@ def _config(thread_id: str, *, served: bool) -> Any:
     """A run as the service executes it (``served``: with the events barrier) or not."""
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if served:
-        configurable[EVENTS_BARRIER_KEY] = _events(_nothing)
+        configurable[EVENTS_BARRIER_KEY] = _events()
     return {"configurable": configurable}
 
 
@@ -177,22 +190,19 @@ async def test_a_finished_tasks_writes_are_stored_while_a_slow_sibling_still_run
 async def test_writes_taken_into_a_failed_checkpoint_are_not_stored_and_say_why(
     runtime: Any,
 ) -> None:
-    """A checkpoint's transaction that fails (here its events' statement; in service, the event
-    log's fence refusing an attempt that lost its run) stores none of the writes it took, and
+    """A checkpoint whose statement fails (here, as in service, the event log's fence refusing
+    events of an attempt that does not hold its run) stores none of the writes it took, and
     the task that saved them gets the error."""
     saver = runtime.saver
     first = await _first_checkpoint(saver)
     thread_id = first["thread_id"]
-
-    async def failing(conn: Any) -> None:
-        await conn.execute("SELECT 1 / 0")
-
-    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events(failing)}}
+    not_held = EventRows(str(uuid.uuid4()), 1, [(1, "custom", "{}")])
+    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events(not_held)}}
     write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
     await asyncio.sleep(0)  # queued, waiting for the checkpoint
-    with pytest.raises(Exception, match="division by zero"):
+    with pytest.raises(Exception, match="no longer held by this attempt"):
         await saver.aput(config, empty_checkpoint(), {"step": 0}, {})
-    with pytest.raises(Exception, match="division by zero"):
+    with pytest.raises(Exception, match="no longer held by this attempt"):
         await asyncio.wait_for(write, 10)
     assert await _writes(runtime, thread_id) == []
     async with runtime.pool.connection() as conn:
@@ -203,30 +213,50 @@ async def test_writes_taken_into_a_failed_checkpoint_are_not_stored_and_say_why(
 
 
 async def test_writes_of_a_checkpoint_cancelled_mid_write_are_reported_stored(
-    runtime: Any,
+    runtime: Any, database_url: str
 ) -> None:
-    """A run cancelled while its checkpoint's transaction is under way: the transaction still
-    commits (``run_to_completion``), and the task that saved writes into it is told they are
-    stored, not cancelled."""
+    """A run cancelled while its checkpoint's statement is under way (here waiting for a row
+    lock): the statement still completes (``run_to_completion``), and the task that saved
+    writes into it is told they are stored, not cancelled."""
     saver = runtime.saver
     first = await _first_checkpoint(saver)
     thread_id = first["thread_id"]
-    in_transaction = asyncio.Event()
-
-    async def slow(conn: Any) -> None:
-        in_transaction.set()
-        await asyncio.sleep(0.2)
-
-    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events(slow)}}
-    write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
-    await asyncio.sleep(0)
-    checkpoint = asyncio.create_task(saver.aput(config, empty_checkpoint(), {"step": 0}, {}))
-    await asyncio.wait_for(in_transaction.wait(), 10)
-    checkpoint.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await checkpoint
+    step = empty_checkpoint()
+    await saver.aput({"configurable": dict(first)}, step, {"step": 0}, {})  # written again below
+    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events()}}
+    async with await psycopg.AsyncConnection.connect(database_url) as locker:
+        async with locker.transaction():
+            await locker.execute(
+                "SELECT 1 FROM checkpoints WHERE thread_id = %s AND checkpoint_id = %s FOR UPDATE",
+                (thread_id, step["id"]),
+            )
+            write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
+            await asyncio.sleep(0)
+            checkpoint = asyncio.create_task(saver.aput(config, step, {"step": 0}, {}))
+            await _waiting_for_a_lock(locker)
+            checkpoint.cancel()
+            await asyncio.sleep(0.1)
+            assert not write.done()
+        # The lock is released: the statement ends, the cancellation comes after it.
+        with pytest.raises(asyncio.CancelledError):
+            await checkpoint
     assert await asyncio.wait_for(write, 10) is None
     assert [w["channel"] for w in await _writes(runtime, thread_id)] == ["done"]
+
+
+async def _waiting_for_a_lock(conn: Any, timeout: float = 10.0) -> None:
+    """Until some other backend waits for a lock (the one ``conn`` holds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        cur = await conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND pid <> pg_backend_pid()"
+        )
+        row = await cur.fetchone()
+        if row and row[0]:
+            return
+        assert time.monotonic() < deadline, "the checkpoint never waited for the lock"
+        await asyncio.sleep(0.01)
 
 
 async def test_a_checkpoint_waiting_for_a_connection_takes_the_writes_queued_before_it(
@@ -236,7 +266,7 @@ async def test_a_checkpoint_waiting_for_a_connection_takes_the_writes_queued_bef
     was handed after still go in its transaction, not in one of their own."""
     saver = runtime.saver
     first = await _first_checkpoint(saver)
-    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events(_nothing)}}
+    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events()}}
     held = 0
     while not saver.lock.locked():  # every connection the saver may use is busy
         await saver.lock.acquire()
@@ -264,9 +294,9 @@ async def test_writes_a_checkpoint_took_but_could_not_write_are_stored_on_their_
     first = await _first_checkpoint(saver)
 
     @asynccontextmanager
-    async def broken() -> AsyncIterator[Callable[[Any], Awaitable[None]]]:
+    async def broken() -> AsyncIterator[_Step]:
         raise RuntimeError("the event log is gone")
-        yield _nothing  # pragma: no cover
+        yield _Step(None)  # pragma: no cover
 
     config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: broken}}
     write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))

@@ -1,0 +1,194 @@
+"""A step's checkpoint, the task writes before it and the run's events before it, in one
+statement.
+
+Sent as separate statements in one transaction (pipeline mode), a step of five parallel tasks
+costs about a dozen statements: ``BEGIN``, the events, one per task write, one per changed
+channel's blob, the checkpoint, ``COMMIT``. Each is a message PostgreSQL wakes up for and a
+result this process waits for. Here they are one ``INSERT`` with data-modifying ``WITH``
+clauses over arrays (``unnest``): one round trip, one implicit transaction, and the same rows
+the stock saver's statements store (``langgraph.checkpoint.postgres.base``: the tables and their
+conflict rules, which this module repeats).
+
+The event log's fence (``api.store.events``) is part of it: the checkpoint's row is selected from
+the fence, so an attempt that lost its run stores nothing of the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.postgres.base import BasePostgresSaver
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from psycopg.types.json import Jsonb
+
+from api.store.events import EventRows
+
+WRITE_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob"
+)
+WRITE_TYPES = ("text", "text", "text", "text", "text", "integer", "text", "text", "bytea")
+WRITE_KEY = "(thread_id, checkpoint_ns, checkpoint_id, task_id, idx)"
+BLOB_TYPES = ("text", "text", "text", "text", "text", "bytea")
+
+
+def _unnest(prefix: str, types: tuple[str, ...]) -> str:
+    arrays = ", ".join(f"%({prefix}{i})s::{t}[]" for i, t in enumerate(types))
+    return f"SELECT * FROM unnest({arrays})"
+
+
+_EVENTS = """
+events AS (
+    INSERT INTO run_events (run_id, seq, event, data, attempt)
+    SELECT %(run)s, b.seq, b.event, b.data::json, %(attempt)s
+    FROM unnest(%(seqs)s::bigint[], %(events)s::text[], %(datas)s::text[]) AS b(seq, event, data)
+    WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
+                  AND status = 'running')
+    RETURNING seq),
+fence AS (
+    SELECT threadline_fence(c.n, %(expected)s, %(run)s),
+           CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
+    FROM (SELECT count(*) AS n, max(seq) AS last FROM events) c),"""
+
+_NO_EVENTS = """
+fence AS (SELECT true),"""
+
+_INSERT_WRITES = f"""
+    INSERT INTO checkpoint_writes ({WRITE_COLUMNS})
+    {_unnest("wi", WRITE_TYPES)}
+    ON CONFLICT {WRITE_KEY} DO NOTHING"""
+
+_UPSERT_WRITES = f"""
+    INSERT INTO checkpoint_writes ({WRITE_COLUMNS})
+    {_unnest("wu", WRITE_TYPES)}
+    ON CONFLICT {WRITE_KEY} DO UPDATE SET
+        channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob"""
+
+_BODY = f"""
+inserted AS ({_INSERT_WRITES}),
+upserted AS ({_UPSERT_WRITES}),
+blobs AS (
+    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
+    {_unnest("b", BLOB_TYPES)}
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING)
+INSERT INTO checkpoints
+    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_id)s, %(checkpoint)s,
+       %(metadata)s
+FROM fence
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
+DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata
+"""
+
+WITH_EVENTS = "WITH" + _EVENTS + _BODY
+WITHOUT_EVENTS = "WITH" + _NO_EVENTS + _BODY
+WRITES_ONLY = f"WITH inserted AS ({_INSERT_WRITES}){_UPSERT_WRITES}"
+"""Task writes no checkpoint took along (``api.task_writes``)."""
+
+WriteRow = tuple[Any, ...]
+"""A row of ``checkpoint_writes`` as the stock saver builds it (``_dump_writes``)."""
+
+
+@dataclass
+class TaskWrite:
+    """One task write and how the stock saver stores it: ``upsert`` (its special writes, which
+    replace an earlier one) or insert (a repeat is ignored)."""
+
+    row: WriteRow
+    upsert: bool
+
+
+def resolve_writes(writes: list[TaskWrite]) -> tuple[list[WriteRow], list[WriteRow]]:
+    """The rows to insert and to upsert so that one statement stores what the writes, stored
+    one by one in their order, would: an insert of a key already written is ignored, an upsert
+    replaces it. (One ``INSERT … ON CONFLICT DO UPDATE`` may not touch a row twice.)"""
+    final: dict[tuple[Any, ...], TaskWrite] = {}
+    for write in writes:
+        key = (*write.row[:4], write.row[5])
+        if write.upsert or key not in final:
+            final[key] = write
+    inserts = [w.row for w in final.values() if not w.upsert]
+    upserts = [w.row for w in final.values() if w.upsert]
+    return inserts, upserts
+
+
+def _columns(prefix: str, rows: list[WriteRow], width: int) -> dict[str, list[Any]]:
+    return {f"{prefix}{i}": [row[i] for row in rows] for i in range(width)}
+
+
+def _write_params(writes: list[TaskWrite]) -> dict[str, Any]:
+    inserts, upserts = resolve_writes(writes)
+    return {
+        **_columns("wi", inserts, len(WRITE_TYPES)),
+        **_columns("wu", upserts, len(WRITE_TYPES)),
+    }
+
+
+def writes_statement(writes: list[TaskWrite]) -> tuple[str, dict[str, Any]]:
+    """Task writes on their own, in one statement."""
+    return WRITES_ONLY, _write_params(writes)
+
+
+def step_statement(
+    *,
+    events: EventRows | None,
+    writes: list[TaskWrite],
+    blobs: list[WriteRow],
+    checkpoint: dict[str, Any],
+) -> tuple[str, dict[str, Any]]:
+    """The statement and its parameters. ``checkpoint`` holds ``thread_id``, ``checkpoint_ns``,
+    ``checkpoint_id``, ``parent_id``, ``checkpoint`` and ``metadata`` (``Jsonb``)."""
+    params = {**checkpoint, **_write_params(writes), **_columns("b", blobs, len(BLOB_TYPES))}
+    if events is None:
+        return WITHOUT_EVENTS, params
+    return WITH_EVENTS, {**params, **events.params()}
+
+
+def checkpoint_rows(
+    saver: BasePostgresSaver,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+) -> tuple[dict[str, Any], list[WriteRow], RunnableConfig]:
+    """What the stock ``AsyncPostgresSaver.aput`` stores for a checkpoint: its row (primitive
+    channel values inline, the others moved to blobs), the blobs of the channels it changed,
+    and the config naming it. The blobs are serialized here, not in a thread: the stock saver's
+    hop to a thread costs more than a step's few small values take."""
+    configurable = config["configurable"]
+    thread_id = configurable["thread_id"]
+    checkpoint_ns = configurable["checkpoint_ns"]
+    copy = checkpoint.copy()
+    values = copy["channel_values"] = copy["channel_values"].copy()
+    blob_values: dict[str, Any] = {}
+    for k, v in checkpoint["channel_values"].items():
+        if isinstance(v, _DeltaSnapshot):
+            blob_values[k] = values.pop(k)
+            values[k] = True
+        elif not (v is None or isinstance(v, str | int | float | bool)):
+            blob_values[k] = values.pop(k)
+    blob_versions = {k: v for k, v in new_versions.items() if k in blob_values}
+    blobs = saver._dump_blobs(thread_id, checkpoint_ns, blob_values, blob_versions)
+    row = {
+        "thread_id": thread_id,
+        "checkpoint_ns": checkpoint_ns,
+        "checkpoint_id": checkpoint["id"],
+        "parent_id": configurable.get("checkpoint_id"),
+        "checkpoint": Jsonb(copy),
+        "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+    }
+    next_config: RunnableConfig = {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint["id"],
+        }
+    }
+    return row, list(blobs), next_config

@@ -1,0 +1,193 @@
+"""A served run's step is stored by one statement (``api.step_statement``): the same rows as the
+stock saver's statements, one by one, would store."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypedDict
+
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import START, StateGraph
+from langgraph.types import Send
+
+from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.step_statement import TaskWrite, resolve_writes
+
+
+class State(TypedDict, total=False):
+    notes: Annotated[list[str], operator.add]
+    count: int
+    label: str
+    extra: dict[str, Any]
+
+
+def _graph(saver: PooledSaver) -> Any:
+    """Channels of every kind: a list (a blob), an int and a str (inline), a dict set late."""
+
+    def start(state: State) -> State:
+        return {"count": 1, "label": "started", "notes": ["start"]}
+
+    def route(state: State) -> list[Send]:
+        return [Send("work", {"i": i}) for i in range(3)]
+
+    def work(call: dict[str, int]) -> State:
+        return {"notes": [f"work {call['i']}"]}
+
+    def finish(state: State) -> State:
+        return {"count": state.get("count", 0) + 1, "extra": {"done": True}, "label": "ended"}
+
+    g = StateGraph(State)
+    g.add_node("start", start)
+    g.add_node("work", work)  # type: ignore[arg-type]  # a Send task takes its own payload
+    g.add_node("finish", finish)
+    g.add_edge(START, "start")
+    g.add_conditional_edges("start", route, ["work"])
+    g.add_edge("work", "finish")
+    return g.compile(checkpointer=saver)
+
+
+class _NoEvents:
+    def take(self) -> None:
+        return None
+
+    def stored(self) -> None:
+        pass
+
+
+@asynccontextmanager
+async def _barrier() -> AsyncIterator[_NoEvents]:
+    yield _NoEvents()
+
+
+def _config(thread_id: str, *, served: bool) -> Any:
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if served:
+        configurable[EVENTS_BARRIER_KEY] = _barrier
+    return {"configurable": configurable}
+
+
+def _counter(version: Any) -> str:
+    """A channel version without its random part (``api.saver.next_channel_version``)."""
+    return str(version).split(".", 1)[0]
+
+
+async def _rows(runtime: Any, thread_id: str) -> dict[str, list[Any]]:
+    """The thread's checkpoints (oldest first, ids and times left out), blobs and writes."""
+    async with runtime.pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT checkpoint, metadata, parent_checkpoint_id IS NULL AS first"
+            " FROM checkpoints WHERE thread_id = %s ORDER BY checkpoint_id",
+            (thread_id,),
+        )
+        checkpoints = []
+        for row in await cur.fetchall():
+            c = row["checkpoint"]
+            checkpoints.append(
+                (
+                    row["first"],
+                    c["v"],
+                    c["channel_values"],
+                    {k: _counter(v) for k, v in c["channel_versions"].items()},
+                    {
+                        node: {k: _counter(v) for k, v in seen.items()}
+                        for node, seen in c["versions_seen"].items()
+                    },
+                    sorted(c.get("updated_channels") or []),
+                    row["metadata"],
+                )
+            )
+        cur = await conn.execute(
+            "SELECT channel, type, blob FROM checkpoint_blobs WHERE thread_id = %s", (thread_id,)
+        )
+        blobs = sorted(
+            (r["channel"], r["type"], bytes(r["blob"] or b"")) for r in await cur.fetchall()
+        )
+        cur = await conn.execute(
+            "SELECT task_path, idx, channel, type, blob FROM checkpoint_writes"
+            " WHERE thread_id = %s",
+            (thread_id,),
+        )
+        writes = sorted(
+            (r["task_path"], r["idx"], r["channel"], r["type"], bytes(r["blob"]))
+            for r in await cur.fetchall()
+        )
+    return {"checkpoints": checkpoints, "blobs": blobs, "writes": writes}
+
+
+async def test_a_served_run_stores_the_rows_the_stock_statements_store(runtime: Any) -> None:
+    saver = runtime.saver
+    graph = _graph(saver)
+    served, stock = str(uuid.uuid4()), str(uuid.uuid4())
+    for thread_id, is_served in ((served, True), (stock, False)):
+        final = await graph.ainvoke({}, _config(thread_id, served=is_served), durability="sync")
+        assert final["label"] == "ended" and len(final["notes"]) == 4
+    mine, theirs = await _rows(runtime, served), await _rows(runtime, stock)
+    assert len(mine["checkpoints"]) == len(theirs["checkpoints"]) >= 4
+    assert mine == theirs
+    # And LangGraph reads the same history back.
+    history = [s async for s in graph.aget_state_history(_config(served, served=False))]
+    stock_history = [s async for s in graph.aget_state_history(_config(stock, served=False))]
+    assert [s.values for s in history] == [s.values for s in stock_history]
+    assert [s.next for s in history] == [s.next for s in stock_history]
+
+
+async def test_repeated_writes_in_one_statement_store_what_one_by_one_would(
+    runtime: Any,
+) -> None:
+    """Writes of one task to the same key in one statement (an ``INSERT … ON CONFLICT DO
+    UPDATE`` may not touch a row twice): a repeated plain write keeps the first, a special
+    write (``__error__``: the stock saver's upsert) the last."""
+    saver = runtime.saver
+    outcomes = []
+    for served in (True, False):
+        first = await saver.aput(
+            {"configurable": {"thread_id": str(uuid.uuid4()), "checkpoint_ns": ""}},
+            empty_checkpoint(),
+            {"step": -1},
+            {},
+        )
+        config: Any = {"configurable": {**first["configurable"]}}
+        if served:
+            config["configurable"][EVENTS_BARRIER_KEY] = _barrier
+        calls = [
+            asyncio.create_task(saver.aput_writes(config, writes, "task-1"))
+            for writes in (
+                [("notes", ["first"])],
+                [("notes", ["second"])],
+                [("__error__", "one")],
+                [("__error__", "two")],
+            )
+        ]
+        await asyncio.sleep(0)  # all queued (served: for the checkpoint's statement)
+        await saver.aput(config, empty_checkpoint(), {"step": 0}, {})
+        await asyncio.gather(*calls)
+        outcomes.append((await _rows(runtime, first["configurable"]["thread_id"]))["writes"])
+    mine, theirs = outcomes
+    assert mine == theirs
+    assert len(mine) == 2
+    [(_, _, _, _, error), (_, _, _, _, note)] = sorted(mine, key=lambda w: w[1])
+    assert b"two" in error and b"first" in note
+
+
+def test_resolving_writes_keeps_the_first_insert_and_the_last_upsert() -> None:
+    def write(task: str, idx: int, value: str, upsert: bool) -> TaskWrite:
+        return TaskWrite(("t", "", "c", task, "", idx, "ch", "json", value.encode()), upsert)
+
+    inserts, upserts = resolve_writes(
+        [
+            write("a", 0, "a-first", False),
+            write("a", 0, "a-again", False),
+            write("b", -1, "b-one", True),
+            write("b", -1, "b-two", True),
+            write("c", 0, "c-insert", False),
+            write("c", 0, "c-upsert", True),
+            write("c", 0, "c-ignored", False),
+            write("a", 1, "a-second", False),
+        ]
+    )
+    assert [(r[3], r[5], r[8]) for r in inserts] == [("a", 0, b"a-first"), ("a", 1, b"a-second")]
+    assert [(r[3], r[5], r[8]) for r in upserts] == [("b", -1, b"b-two"), ("c", 0, b"c-upsert")]
