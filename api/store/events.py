@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import psycopg
 from psycopg import AsyncConnection
 
@@ -45,7 +46,18 @@ class EventRows:
     batch: list[tuple[int, str, str]]
 
     def params(self) -> dict[str, Any]:
-        return _batch_params(self.run_id, self.attempt, self.batch)
+        """``run``, ``attempt``, ``expected``, ``channel``, and ``events``: a JSON array of
+        ``[seq, event, data]`` (each event's data is JSON already, and goes in as it is)."""
+        rows = ",".join(
+            f"[{seq},{orjson.dumps(event).decode()},{data}]" for seq, event, data in self.batch
+        )
+        return {
+            "run": uuid.UUID(self.run_id),
+            "attempt": self.attempt,
+            "expected": len(self.batch),
+            "channel": EVENTS_CHANNEL,
+            "events": f"[{rows}]",
+        }
 
 
 class LostRun(Exception):

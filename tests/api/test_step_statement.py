@@ -153,18 +153,21 @@ async def test_repeated_writes_in_one_statement_store_what_one_by_one_would(
         config: Any = {"configurable": {**first["configurable"]}}
         if served:
             config["configurable"][EVENTS_BARRIER_KEY] = _barrier
-        calls = [
-            asyncio.create_task(saver.aput_writes(config, writes, "task-1"))
-            for writes in (
-                [("notes", ["first"])],
-                [("notes", ["second"])],
-                [("__error__", "one")],
-                [("__error__", "two")],
-            )
+        writes: list[list[tuple[str, Any]]] = [
+            [("notes", ["first"])],
+            [("notes", ["second"])],
+            [("__error__", "one")],
+            [("__error__", "two")],
         ]
-        await asyncio.sleep(0)  # all queued (served: for the checkpoint's statement)
+        if served:  # all queued for the checkpoint's statement, in this order
+            calls = [asyncio.create_task(saver.aput_writes(config, w, "task-1")) for w in writes]
+            await asyncio.sleep(0)
+        else:  # the stock saver, one by one
+            for w in writes:
+                await saver.aput_writes(config, w, "task-1")
         await saver.aput(config, empty_checkpoint(), {"step": 0}, {})
-        await asyncio.gather(*calls)
+        if served:
+            await asyncio.gather(*calls)
         outcomes.append((await _rows(runtime, first["configurable"]["thread_id"]))["writes"])
     mine, theirs = outcomes
     assert mine == theirs
