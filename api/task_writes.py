@@ -32,7 +32,7 @@ from psycopg import AsyncConnection
 from api.database import run_to_completion
 from api.step_statement import TaskWrite, writes_statement
 
-LINGER_SECONDS = 0.002
+LINGER_SECONDS = 0.005
 """How long a task's writes wait for a checkpoint to take them along before they are stored
 alone (the event log's delay, ``api.store.event_writer.LINGER_SECONDS``)."""
 

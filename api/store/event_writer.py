@@ -40,7 +40,7 @@ from api.serde import dumps
 from api.store import audit, events
 from api.store.events import LostRun
 
-LINGER_SECONDS = 0.002
+LINGER_SECONDS = 0.005
 """How long a queued event waits for a checkpoint to take it along before it is stored alone."""
 
 Batch = list[tuple[int, str, str]]
