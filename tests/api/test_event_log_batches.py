@@ -32,6 +32,7 @@ from api.store.event_writer import Emitter
 from api.store.events import LostRun
 from eval.harness import ServerProcess, kill_strays
 from tests.api.conftest import FAST
+from tests.utils.locks import checkpoint_locked, someone_waits_for_a_lock
 from tests.utils.tasks import counter
 
 
@@ -232,10 +233,9 @@ async def test_runs_cancelled_mid_checkpoint_leave_no_connection_holding_a_trans
 async def test_a_checkpoint_carrying_events_of_a_fenced_out_attempt_is_not_written(
     runtime: Any,
 ) -> None:
-    """The checkpoint's transaction goes out in one pipeline and reads nothing before COMMIT:
-    when another worker took the run over, the fence fails the events' insert, which aborts the
-    whole transaction. Neither the events nor the checkpoint are stored, and the writer says
-    LostRun (then and afterwards)."""
+    """The checkpoint's statement reads nothing back: when another worker took the run over,
+    the fence fails the statement. Neither the events nor the checkpoint are stored, and the
+    writer says LostRun (then and afterwards)."""
     run = await _claimed_run(runtime)
     emitter = Emitter(
         runtime.pool, Hub(runtime.database.url), run["run_id"], run["attempt"], run["thread_id"]
@@ -268,6 +268,37 @@ async def test_a_checkpoint_carrying_events_of_a_fenced_out_attempt_is_not_writt
         assert conn.info.transaction_status.name == "IDLE"
     with pytest.raises(LostRun):
         await emitter.emit("custom", {"step": 3})
+
+
+async def test_events_stored_by_a_checkpoint_cancelled_mid_write_are_streamed_once(
+    runtime: Any, database_url: str
+) -> None:
+    """A run cancelled while its checkpoint's statement (carrying events) waits: the statement
+    completes, and its events are published to streams, not queued to be stored a second
+    time (which would fail the writer on a duplicate sequence number)."""
+    run = await _claimed_run(runtime)
+    hub = Hub(runtime.database.url)
+    waiter = hub.subscribe(run["run_id"])
+    emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+    saver = runtime.saver
+    base = {"thread_id": run["thread_id"], "checkpoint_ns": ""}
+    config: Any = {"configurable": {**base, EVENTS_BARRIER_KEY: emitter.with_checkpoint}}
+    step = empty_checkpoint()
+    await saver.aput({"configurable": base}, step, {"step": -1}, {})  # written again below
+    await emitter.emit("custom", {"step": 1})
+    async with checkpoint_locked(database_url, run["thread_id"], step["id"]) as locker:
+        checkpoint = asyncio.create_task(saver.aput(config, step, {"step": -1}, {}))
+        await someone_waits_for_a_lock(locker)
+        checkpoint.cancel()
+        await asyncio.sleep(0.1)
+        assert not checkpoint.done()
+    with pytest.raises(asyncio.CancelledError):
+        await checkpoint
+    assert [seq for seq, _, _ in waiter.buffer] == [1]
+    await emitter.emit("custom", {"step": 2})
+    await emitter.barrier()  # the writer goes on, from the next number
+    assert emitter.failed is None
+    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2]
 
 
 async def test_a_checkpoint_cancelled_mid_write_completes_before_the_cancellation() -> None:

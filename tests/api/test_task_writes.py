@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any, TypedDict
 
-import psycopg
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import START, StateGraph
@@ -26,6 +25,7 @@ from api import task_writes
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.store.events import EventRows
 from api.task_writes import LINGER_SECONDS
+from tests.utils.locks import checkpoint_locked, someone_waits_for_a_lock
 
 FAN_OUT = 3
 
@@ -224,39 +224,19 @@ async def test_writes_of_a_checkpoint_cancelled_mid_write_are_reported_stored(
     step = empty_checkpoint()
     await saver.aput({"configurable": dict(first)}, step, {"step": 0}, {})  # written again below
     config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events()}}
-    async with await psycopg.AsyncConnection.connect(database_url) as locker:
-        async with locker.transaction():
-            await locker.execute(
-                "SELECT 1 FROM checkpoints WHERE thread_id = %s AND checkpoint_id = %s FOR UPDATE",
-                (thread_id, step["id"]),
-            )
-            write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
-            await asyncio.sleep(0)
-            checkpoint = asyncio.create_task(saver.aput(config, step, {"step": 0}, {}))
-            await _waiting_for_a_lock(locker)
-            checkpoint.cancel()
-            await asyncio.sleep(0.1)
-            assert not write.done()
-        # The lock is released: the statement ends, the cancellation comes after it.
-        with pytest.raises(asyncio.CancelledError):
-            await checkpoint
+    async with checkpoint_locked(database_url, thread_id, step["id"]) as locker:
+        write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
+        await asyncio.sleep(0)
+        checkpoint = asyncio.create_task(saver.aput(config, step, {"step": 0}, {}))
+        await someone_waits_for_a_lock(locker)
+        checkpoint.cancel()
+        await asyncio.sleep(0.1)
+        assert not write.done()
+    # The lock is released: the statement ends, the cancellation comes after it.
+    with pytest.raises(asyncio.CancelledError):
+        await checkpoint
     assert await asyncio.wait_for(write, 10) is None
     assert [w["channel"] for w in await _writes(runtime, thread_id)] == ["done"]
-
-
-async def _waiting_for_a_lock(conn: Any, timeout: float = 10.0) -> None:
-    """Until some other backend waits for a lock (the one ``conn`` holds)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        cur = await conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-            " AND pid <> pg_backend_pid()"
-        )
-        row = await cur.fetchone()
-        if row and row[0]:
-            return
-        assert time.monotonic() < deadline, "the checkpoint never waited for the lock"
-        await asyncio.sleep(0.01)
 
 
 async def test_a_checkpoint_waiting_for_a_connection_takes_the_writes_queued_before_it(
