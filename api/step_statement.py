@@ -9,8 +9,9 @@ clauses over JSON arrays of rows: one round trip, one implicit transaction, and 
 the stock saver's statements store (``langgraph.checkpoint.postgres.base``: the tables and their
 conflict rules, which this module repeats).
 
-The event log's fence (``api.store.events``) is part of it: the checkpoint's row is selected from
-the fence, so an attempt that lost its run stores nothing of the step.
+The event log's fenced insert (``api.store.events.FENCED_EVENTS_CTE``) is part of it: the
+checkpoint's row is selected from the fence, so an attempt that lost its run stores nothing of
+the step.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from langgraph.checkpoint.postgres.base import BasePostgresSaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg.types.json import Jsonb
 
-from api.store.events import EventRows
+from api.store.events import FENCED_EVENTS_CTE, EventRows
 
 WRITE_COLUMNS = (
     "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob"
@@ -54,19 +55,6 @@ _UPSERT_WRITES = f"""
     ON CONFLICT {WRITE_KEY} DO UPDATE SET
         channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob"""
 
-_EVENTS = """
-events AS (
-    INSERT INTO run_events (run_id, seq, event, data, attempt)
-    SELECT %(run)s, (e->>0)::bigint, e->>1, e->2, %(attempt)s
-    FROM json_array_elements(%(events)s::json) AS e
-    WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
-                  AND status = 'running')
-    RETURNING seq),
-fence AS (
-    SELECT threadline_fence(c.n, %(expected)s, %(run)s),
-           CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
-    FROM (SELECT count(*) AS n, max(seq) AS last FROM events) c),"""
-
 _NO_EVENTS = """
 fence AS (SELECT true),"""
 
@@ -87,7 +75,7 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
 DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata
 """
 
-WITH_EVENTS = "WITH" + _EVENTS + _BODY
+WITH_EVENTS = "WITH" + FENCED_EVENTS_CTE + _BODY
 WITHOUT_EVENTS = "WITH" + _NO_EVENTS + _BODY
 WRITES_ONLY = f"WITH inserted AS ({_INSERT_WRITES}){_UPSERT_WRITES}"
 """Task writes no checkpoint took along (``api.task_writes``)."""

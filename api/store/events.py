@@ -35,6 +35,22 @@ reads: for a transaction sent in one pipeline, where nothing is read before COMM
 
 FENCE_SQLSTATE = "TL001"
 
+FENCED_EVENTS_CTE = """
+events AS (
+    INSERT INTO run_events (run_id, seq, event, data, attempt)
+    SELECT %(run)s, (e->>0)::bigint, e->>1, e->2, %(attempt)s
+    FROM json_array_elements(%(events)s::json) AS e
+    WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
+                  AND status = 'running')
+    RETURNING seq),
+fence AS (
+    SELECT threadline_fence(c.n, %(expected)s, %(run)s),
+           CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
+    FROM (SELECT count(*) AS n, max(seq) AS last FROM events) c),"""
+"""The fenced insert of :class:`EventRows` as ``WITH`` clauses, for a statement of the caller's
+(a step's, ``api.step_statement``): the batch as one JSON array of ``[seq, event, data]``, its
+``fence`` failing the whole statement when the attempt does not hold the run."""
+
 
 @dataclass
 class EventRows:
