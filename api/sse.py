@@ -91,7 +91,8 @@ async def run_events(
                 return
             if not rows:
                 try:
-                    await asyncio.wait_for(waiter.wait(), timeout=POLL_SECONDS)
+                    async with asyncio.timeout(POLL_SECONDS):  # no task per wait, as wait_for
+                        await waiter.wait()
                 except TimeoutError:
                     read = True  # a lost notification costs this much latency, never an event
                     async with pool.connection() as conn:
