@@ -15,10 +15,15 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from api.settings import Settings
 from bench import direct, pg, report, service, throughput, workloads
 from bench.lgdev import find as find_langgraph
 from bench.lgdev import version_of
 from bench.throughput import runs_for
+
+POOL_DEFAULT = int(Settings.model_fields["pool_max_size"].default)
+"""The server's own pool size: the benchmark measures what a server started with its defaults
+does (the floor's pool gets the same size)."""
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -84,7 +89,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=5, help="counter task: lines to append (default 5)")
     p.add_argument("--delay", type=float, default=0.0, help="counter task: seconds per append")
     p.add_argument("--warmup", type=int, help="unmeasured runs before each phase (default 5)")
-    p.add_argument("--pool-size", type=int, default=40, help="connections per pool (default 40)")
+    p.add_argument(
+        "--pool-size",
+        type=int,
+        default=POOL_DEFAULT,
+        help=f"connections per pool (default {POOL_DEFAULT}, the server's own default)",
+    )
     p.add_argument("--workers", type=int, help="THREADLINE_WORKERS (default: highest level)")
     p.add_argument(
         "--timeout",
