@@ -17,6 +17,7 @@ the step.
 from __future__ import annotations
 
 import base64
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,15 @@ def resolve_writes(writes: list[TaskWrite]) -> tuple[list[WriteRow], list[WriteR
     return inserts, upserts
 
 
+def _json(value: Any) -> bytes:
+    """JSON for a ``jsonb`` column: orjson, or the standard library's for what orjson refuses
+    (keys that are not strings, integers beyond 64 bits), as the stock saver writes them."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode()
+
+
 def _b64(blob: bytes | None) -> str | None:
     return None if blob is None else base64.b64encode(blob).decode()
 
@@ -175,8 +185,8 @@ def checkpoint_rows(
         "checkpoint_ns": checkpoint_ns,
         "checkpoint_id": checkpoint["id"],
         "parent_id": configurable.get("checkpoint_id"),
-        "checkpoint": Jsonb(copy),
-        "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+        "checkpoint": Jsonb(copy, dumps=_json),
+        "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata), dumps=_json),
     }
     next_config: RunnableConfig = {
         "configurable": {

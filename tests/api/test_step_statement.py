@@ -4,6 +4,7 @@ stock saver's statements, one by one, would store."""
 from __future__ import annotations
 
 import asyncio
+import json
 import operator
 import uuid
 from collections.abc import AsyncIterator
@@ -15,7 +16,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Send
 
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
-from api.step_statement import TaskWrite, resolve_writes
+from api.step_statement import TaskWrite, _json, resolve_writes
 
 
 class State(TypedDict, total=False):
@@ -194,3 +195,10 @@ def test_resolving_writes_keeps_the_first_insert_and_the_last_upsert() -> None:
     )
     assert [(r[3], r[5], r[8]) for r in inserts] == [("a", 0, b"a-first"), ("a", 1, b"a-second")]
     assert [(r[3], r[5], r[8]) for r in upserts] == [("b", -1, b"b-two"), ("c", 0, b"c-upsert")]
+
+
+def test_jsonb_values_orjson_refuses_are_written_as_the_stock_saver_writes_them() -> None:
+    assert json.loads(_json({"a": [1, "x"]})) == {"a": [1, "x"]}
+    # Keys that are not strings and integers beyond 64 bits: the standard library's JSON.
+    assert _json({1: "one"}) == json.dumps({1: "one"}).encode()
+    assert json.loads(_json({"n": 2**70})) == {"n": 2**70}
