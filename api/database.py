@@ -79,9 +79,10 @@ async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
 
 
 @asynccontextmanager
-async def open_pool(url: str, *, max_size: int) -> AsyncIterator[Pool]:
+async def open_pool(url: str, *, max_size: int, min_size: int = 1) -> AsyncIterator[Pool]:
     """The process's one pool; idle connections are checked before use so a restarted server
-    heals."""
+    heals. One connection is opened before this returns, the rest of ``min_size`` in the
+    background."""
     pool: Pool = AsyncConnectionPool(
         url,
         connection_class=AsyncConnection[DictRow],
@@ -94,6 +95,8 @@ async def open_pool(url: str, *, max_size: int) -> AsyncIterator[Pool]:
         name="threadline",
     )
     await pool.open(wait=True, timeout=30)
+    if min_size > 1:
+        await pool.resize(min_size=min(min_size, max_size), max_size=max_size)
     try:
         yield pool
     finally:

@@ -53,7 +53,9 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     database = await resolve_database(settings.database_url, settings.data_dir)
     logger.info("database: %s", database.mode)
     async with (
-        open_pool(database.url, max_size=settings.pool_max_size) as pool,
+        open_pool(
+            database.url, max_size=settings.pool_max_size, min_size=settings.pool_min_size
+        ) as pool,
         open_store(pool) as store,
     ):
         saver = PooledSaver(pool, concurrency=saver_concurrency(settings.pool_max_size))

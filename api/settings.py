@@ -69,6 +69,10 @@ class Settings(BaseSettings):
 
     pool_max_size: int = Field(20, ge=2, le=500)
     """Database connections per process (checkpoints, queue, event log, listeners)."""
+    pool_min_size: int = Field(10, ge=1, le=500)
+    """Connections the pool opens in the background once the server is up and keeps open (at
+    most ``pool_max_size``); it grows to ``pool_max_size`` on demand, one connection at a time,
+    which a burst of runs on a cold pool would otherwise wait for."""
     workers: int = Field(16, ge=1, le=1000)
     """Runs executed at once by this process."""
     lease_seconds: float = Field(10.0, gt=0)

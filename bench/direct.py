@@ -51,7 +51,8 @@ async def run_level(
     whose one lock serializes every checkpoint call)."""
     work = workload or make("counter", n, delay)
     settings = Settings(database_url=url, data_dir=data_dir, pool_max_size=pool_size)
-    async with open_pool(url, max_size=pool_size) as pool:
+    # The pool opened as the server opens it (``pool_min_size`` in the background).
+    async with open_pool(url, max_size=pool_size, min_size=settings.pool_min_size) as pool:
         saver = PooledSaver(pool, concurrency=saver_concurrency(pool_size))
         await prepare_schema(pool, saver)
         if floor_saver == "stock":

@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage
 from psycopg_pool import AsyncConnectionPool
 
 from api.builtin_agent import BUILTIN_ASSISTANT
-from api.database import _migrations, migrate, resolve_database
+from api.database import _migrations, migrate, open_pool, resolve_database
 from api.runtime import Runtime, open_runtime
 from api.settings import Settings
 from eval.harness import processes_in
@@ -237,3 +237,21 @@ async def test_nul_from_a_graph_is_stored_as_a_replacement_character(runtime: An
         )
         prior = await audit.prior_result(conn, "nul-thread", "nul-thread:c1")
         assert prior is not None and prior.content == "x\ufffdy"
+
+
+async def test_the_pool_opens_its_minimum_in_the_background_and_keeps_it(database_url: str) -> None:
+    """``open_pool`` returns with one connection; ``min_size`` more follow without a request
+    asking for them (a burst on a cold pool would wait for each, one at a time)."""
+    async with open_pool(database_url, max_size=6, min_size=4) as pool:
+        deadline = time.monotonic() + 10
+        while pool.get_stats()["pool_size"] < 4:
+            assert time.monotonic() < deadline, pool.get_stats()
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)
+        assert pool.get_stats()["pool_size"] == 4  # opened and kept; not grown past it
+    async with open_pool(database_url, max_size=3, min_size=10) as pool:
+        deadline = time.monotonic() + 10
+        while pool.get_stats()["pool_size"] < 3:
+            assert time.monotonic() < deadline, pool.get_stats()
+            await asyncio.sleep(0.02)
+        assert pool.max_size == 3  # the minimum never exceeds the maximum
