@@ -30,7 +30,7 @@ from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
 from api.runtime import Runtime
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.serde import to_jsonable
-from api.store import runs, threads
+from api.store import run_end
 from api.store.event_writer import CheckpointEvents, Emitter
 from api.store.events import LostRun, is_fenced_out
 from api.stream_modes import event_names
@@ -269,21 +269,25 @@ class Executor:
         interrupted: bool = False,
         interrupts: dict[str, Any] | None = None,
     ) -> None:
-        """End event, run status and thread status in one transaction (fenced by the attempt),
-        sent as one pipeline and run to its end once started (see ``PooledSaver.aput``)."""
+        """End event, run status and thread status in one statement (``api.store.run_end``,
+        fenced by the attempt), run to its end once sent (see ``PooledSaver.aput``)."""
         after = "interrupted" if interrupted else ("error" if status == "error" else "idle")
 
         async def write(conn: AsyncConnection[Any]) -> str | None:
-            async with conn.pipeline(), conn.transaction():
-                await emitter.emit_on(conn, "end", end_event(emitter.run_id, status, error))
-                await runs.finish(conn, emitter.run_id, status, error)
-                return await threads.refresh_status(
+            return await emitter.emit_last(
+                "end",
+                end_event(emitter.run_id, status, error),
+                lambda rows: run_end.finish(
                     conn,
-                    thread_id,
+                    rows,
+                    thread_id=thread_id,
+                    status=status,
+                    error=error,
                     after=after,
                     values=to_jsonable(values) if values else None,
                     interrupts=to_jsonable(interrupts) if interrupts is not None else None,
-                )
+                ),
+            )
 
         async with self.runtime.pool.connection() as conn:
             try:

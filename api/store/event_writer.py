@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
 
@@ -42,6 +42,8 @@ from api.store.events import LostRun
 
 LINGER_SECONDS = 0.005
 """How long a queued event waits for a checkpoint to take it along before it is stored alone."""
+
+T = TypeVar("T")
 
 Batch = list[tuple[int, str, str]]
 """Events as stored: ``(seq, event, data JSON)``."""
@@ -152,20 +154,24 @@ class Emitter:
         await self.close()
         self._raise_failure()
 
-    async def emit_on(self, conn: AsyncConnection[Any], event: str, data: Any) -> None:
-        """Store, on ``conn`` (the caller's transaction, in pipeline mode: fenced by an error
-        that fails it, ``events.is_fenced_out``), whatever is still queued and then this event;
-        call :meth:`wake` once the transaction is committed."""
+    async def emit_last(
+        self, event: str, data: Any, store: Callable[[events.EventRows], Awaitable[T]]
+    ) -> T:
+        """The attempt's last event: ``store`` gets whatever is still queued and then this
+        event, to store in a statement of its own (fenced: ``events.FENCED_EVENTS_CTE``), and
+        no other batch is written meanwhile; call :meth:`wake` once that statement succeeded.
+        Returns what ``store`` returns."""
         async with self._writing:
             self._raise_failure()
             self.seq += 1
             batch, self._queued = [*self._queued, (self.seq, event, dumps(data))], []
             self.hub.expect_local(self.run_id, batch[-1][0])
-            await events.append_batch_or_abort(conn, self.run_id, self.attempt, batch)
+            result = await store(events.EventRows(self.run_id, self.attempt, batch))
             self._committed = batch
+            return result
 
     def wake(self) -> None:
-        """Hand the events of a committed :meth:`emit_on` to this process's streams."""
+        """Hand the events of a stored :meth:`emit_last` to this process's streams."""
         batch, self._committed = self._committed, []
         self.hub.publish(self.run_id, batch)
 

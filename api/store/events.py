@@ -14,7 +14,7 @@ EVENTS_CHANNEL = "threadline_events"
 
 # Fenced: a worker that lost its lease (another took the run over) writes nothing. One statement
 # and one notification (naming the batch's last event) for a whole batch.
-_INSERT_FENCED = """
+APPEND_BATCH = """
 WITH ins AS (
     INSERT INTO run_events (run_id, seq, event, data, attempt)
     SELECT %(run)s, b.seq, b.event, b.data::json, %(attempt)s
@@ -22,16 +22,10 @@ WITH ins AS (
     WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
                   AND status = 'running')
     RETURNING seq)
-SELECT {fence}, CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
+SELECT c.n, CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
 FROM (SELECT count(*) AS n, max(seq) AS last FROM ins) c
 """
-
-APPEND_BATCH = _INSERT_FENCED.format(fence="c.n")
 """The caller reads how many events were stored: fewer than the batch's means fenced out."""
-
-APPEND_BATCH_OR_ABORT = _INSERT_FENCED.format(fence="threadline_fence(c.n, %(expected)s, %(run)s)")
-"""Fenced by an error (``threadline_fence``, migration 0008) instead of a count the caller
-reads: for a transaction sent in one pipeline, where nothing is read before COMMIT."""
 
 FENCE_SQLSTATE = "TL001"
 
@@ -55,7 +49,8 @@ fence AS (
 @dataclass
 class EventRows:
     """A batch of one attempt's events, to be stored by a statement of the caller's (a step's
-    checkpoint, ``api.step_statement``), fenced like :data:`APPEND_BATCH_OR_ABORT`."""
+    checkpoint, ``api.step_statement``; its end, ``api.store.run_end``), fenced by
+    :data:`FENCED_EVENTS_CTE`."""
 
     run_id: str
     attempt: int
@@ -103,16 +98,8 @@ async def append_batch(
         raise LostRun(run_id)
 
 
-async def append_batch_or_abort(
-    conn: AsyncConnection[Any], run_id: str, attempt: int, batch: list[tuple[int, str, str]]
-) -> None:
-    """Send the batch's insert without reading its result (pipeline mode): when the attempt
-    is fenced out, the statement fails (:func:`is_fenced_out`) and so does its transaction."""
-    await conn.execute(APPEND_BATCH_OR_ABORT, _batch_params(run_id, attempt, batch))
-
-
 def is_fenced_out(err: BaseException) -> bool:
-    """Whether ``err`` is the fence of :data:`APPEND_BATCH_OR_ABORT` refusing a batch."""
+    """Whether ``err`` is the fence of :data:`FENCED_EVENTS_CTE` refusing a batch."""
     return isinstance(err, psycopg.Error) and err.sqlstate == FENCE_SQLSTATE
 
 

@@ -322,8 +322,8 @@ async def test_a_checkpoint_cancelled_mid_write_completes_before_the_cancellatio
 
 
 async def test_the_end_of_a_fenced_out_attempt_writes_nothing(runtime: Any) -> None:
-    """The run's last transaction (end event, run status, thread status) is one pipeline too:
-    an attempt that lost its run gets LostRun, and neither the end nor the statuses change."""
+    """The run's last statement (end event, run status, thread status) is fenced too: an
+    attempt that lost its run gets LostRun, and neither the end nor the statuses change."""
     run = await _claimed_run(runtime)
     hub = Hub(runtime.database.url)
     emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
@@ -339,3 +339,35 @@ async def test_the_end_of_a_fenced_out_attempt_writes_nothing(runtime: Any) -> N
         thread = await threads.get(conn, run["thread_id"])
     assert row is not None and row["status"] == "running"
     assert thread is not None and thread["status"] == "busy"
+
+
+async def test_a_runs_end_leaves_its_thread_idle_or_busy_behind_a_queued_run(runtime: Any) -> None:
+    """One statement ends the run and sets its thread's status: it leaves the ending run out of
+    the "still busy" check (it sees the run as running), but not a run queued behind it."""
+    hub = Hub(runtime.database.url)
+    statuses = []
+    for queued in (False, True):
+        run = await _claimed_run(runtime)
+        if queued:
+            async with runtime.pool.connection() as conn:
+                await runs.insert(
+                    conn,
+                    thread_id=run["thread_id"],
+                    assistant_id="agent",
+                    kwargs={},
+                    metadata={},
+                    multitask_strategy="enqueue",
+                )
+        emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+        await emitter.emit("custom", {"last": True})
+        await Executor(runtime, hub).finish(
+            emitter, run["thread_id"], "success", None, values={"answer": 42}
+        )
+        async with runtime.pool.connection() as conn:
+            thread = await threads.get(conn, run["thread_id"])
+            ended = await runs.by_id(conn, run["run_id"])
+        assert ended is not None and ended["status"] == "success"
+        assert thread is not None and thread["values"] == {"answer": 42}
+        assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2]  # and the end
+        statuses.append(thread["status"])
+    assert statuses == ["idle", "busy"]

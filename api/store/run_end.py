@@ -1,0 +1,75 @@
+"""A run's end in one statement: its last events (the ``end`` among them), its final status, and
+its thread's status and values.
+
+Sent as separate statements in one transaction, that was ``BEGIN``, three statements and
+``COMMIT``. As one ``UPDATE`` with data-modifying ``WITH`` clauses it is one message and one
+implicit transaction, fenced like a step (``events.FENCED_EVENTS_CTE``): an attempt that lost its
+run changes nothing. All clauses see the same snapshot, so the thread's "still busy" check leaves
+out the run that is ending (the separate statements saw its new status).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+from api.store.events import FENCED_EVENTS_CTE, EventRows
+from api.store.rows import storable
+
+_FINISH = (
+    "WITH"
+    + FENCED_EVENTS_CTE
+    + """
+finished AS (
+    UPDATE runs SET status = %(status)s, error = %(error)s, lease_until = NULL,
+        updated_at = now()
+    WHERE run_id = %(run)s AND (SELECT true FROM fence)
+    RETURNING run_id)
+UPDATE threads SET
+    status = CASE
+        WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = %(thread)s AND run_id <> %(run)s
+                     AND status IN ('pending', 'running')) THEN 'busy'
+        ELSE coalesce(%(after)s, status) END,
+    state_values = coalesce(%(values)s, state_values),
+    interrupts = coalesce(%(interrupts)s, interrupts),
+    updated_at = now()
+WHERE thread_id = %(thread)s AND EXISTS (SELECT 1 FROM finished)
+RETURNING status
+"""
+)
+
+
+async def finish(
+    conn: AsyncConnection[Any],
+    events: EventRows,
+    *,
+    thread_id: str,
+    status: str,
+    error: str | None,
+    after: str,
+    values: Any = None,
+    interrupts: dict[str, Any] | None = None,
+) -> str | None:
+    """Store ``events`` (fenced: raises when the attempt no longer holds the run, and then
+    nothing changes), end the run with ``status``, and set its thread's status (``after``, or
+    busy while another run is active) and values; returns the thread's new status (None: no
+    such thread)."""
+    cur = await conn.execute(
+        _FINISH,
+        {
+            **events.params(),
+            "run": uuid.UUID(events.run_id),
+            "status": status,
+            "error": error,
+            "thread": thread_id,
+            "after": after,
+            # What the graph produced (model output, tool results) may hold NUL: see storable.
+            "values": Jsonb(storable(values)) if values is not None else None,
+            "interrupts": Jsonb(storable(interrupts)) if interrupts is not None else None,
+        },
+    )
+    row = await cur.fetchone()
+    return str(row["status"]) if row else None
