@@ -18,7 +18,6 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
-from psycopg import AsyncConnection
 
 from api.auth.user import User
 from api.compaction import compact_thread
@@ -271,27 +270,20 @@ class Executor:
     ) -> None:
         """End event, run status and thread status in one statement (``api.store.run_end``,
         fenced by the attempt), run to its end once sent (see ``PooledSaver.aput``)."""
-        after = "interrupted" if interrupted else ("error" if status == "error" else "idle")
-
-        async def write(conn: AsyncConnection[Any]) -> str | None:
-            return await emitter.emit_last(
-                "end",
-                end_event(emitter.run_id, status, error),
-                lambda rows: run_end.finish(
-                    conn,
-                    rows,
-                    thread_id=thread_id,
-                    status=status,
-                    error=error,
-                    after=after,
-                    values=to_jsonable(values) if values else None,
-                    interrupts=to_jsonable(interrupts) if interrupts is not None else None,
-                ),
-            )
-
+        ends: dict[str, Any] = {
+            "thread_id": thread_id,
+            "status": status,
+            "error": error,
+            "after": "interrupted" if interrupted else ("error" if status == "error" else "idle"),
+            "values": to_jsonable(values) if values else None,
+            "interrupts": to_jsonable(interrupts) if interrupts is not None else None,
+        }
+        end = end_event(emitter.run_id, status, error)
         async with self.runtime.pool.connection() as conn:
             try:
-                now = await run_to_completion(write(conn))
+                now = await run_to_completion(
+                    emitter.emit_last("end", end, lambda rows: run_end.finish(conn, rows, **ends))
+                )
             except Exception as err:
                 if is_fenced_out(err):
                     raise LostRun(emitter.run_id) from err
