@@ -14,10 +14,9 @@ import uuid
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg.types.json import Jsonb
 
 from api.store.events import FENCED_EVENTS_CTE, EventRows
-from api.store.rows import storable
+from api.store.threads import state_columns
 
 _FINISH = (
     "WITH"
@@ -57,19 +56,14 @@ async def finish(
     nothing changes), end the run with ``status``, and set its thread's status (``after``, or
     busy while another run is active) and values; returns the thread's new status (None: no
     such thread)."""
-    cur = await conn.execute(
-        _FINISH,
-        {
-            **events.params(),
-            "run": uuid.UUID(events.run_id),
-            "status": status,
-            "error": error,
-            "thread": thread_id,
-            "after": after,
-            # What the graph produced (model output, tool results) may hold NUL: see storable.
-            "values": Jsonb(storable(values)) if values is not None else None,
-            "interrupts": Jsonb(storable(interrupts)) if interrupts is not None else None,
-        },
-    )
-    row = await cur.fetchone()
+    params = {
+        **events.params(),
+        **state_columns(values, interrupts),
+        "run": uuid.UUID(events.run_id),
+        "status": status,
+        "error": error,
+        "thread": thread_id,
+        "after": after,
+    }
+    row = await (await conn.execute(_FINISH, params)).fetchone()
     return str(row["status"]) if row else None

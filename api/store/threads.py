@@ -195,13 +195,16 @@ async def refresh_status(
         WHERE thread_id = %(t)s
         RETURNING status
         """,
-        {
-            "t": thread_id,
-            "after": after,
-            # What the graph produced (model output, tool results) may hold NUL: see storable.
-            "values": Jsonb(storable(values)) if values is not None else None,
-            "interrupts": Jsonb(storable(interrupts)) if interrupts is not None else None,
-        },
+        {"t": thread_id, "after": after, **state_columns(values, interrupts)},
     )
     row = await cur.fetchone()
     return str(row["status"]) if row else None
+
+
+def state_columns(values: Any, interrupts: dict[str, Any] | None) -> dict[str, Jsonb | None]:
+    """``values`` and ``interrupts`` parameters for a thread's row (None: left as they are).
+    What the graph produced (model output, tool results) may hold NUL: see ``storable``."""
+    return {
+        "values": Jsonb(storable(values)) if values is not None else None,
+        "interrupts": Jsonb(storable(interrupts)) if interrupts is not None else None,
+    }

@@ -32,7 +32,7 @@ from api.store.event_writer import Emitter
 from api.store.events import LostRun
 from eval.harness import ServerProcess, kill_strays
 from tests.api.conftest import FAST
-from tests.utils.locks import checkpoint_locked, someone_waits_for_a_lock
+from tests.utils.locks import cancel_while_it_waits
 from tests.utils.tasks import counter
 
 
@@ -286,14 +286,8 @@ async def test_events_stored_by_a_checkpoint_cancelled_mid_write_are_streamed_on
     step = empty_checkpoint()
     await saver.aput({"configurable": base}, step, {"step": -1}, {})  # written again below
     await emitter.emit("custom", {"step": 1})
-    async with checkpoint_locked(database_url, run["thread_id"], step["id"]) as locker:
-        checkpoint = asyncio.create_task(saver.aput(config, step, {"step": -1}, {}))
-        await someone_waits_for_a_lock(locker)
-        checkpoint.cancel()
-        await asyncio.sleep(0.1)
-        assert not checkpoint.done()
-    with pytest.raises(asyncio.CancelledError):
-        await checkpoint
+    checkpoint = saver.aput(config, step, {"step": -1}, {})
+    await cancel_while_it_waits(database_url, run["thread_id"], step["id"], checkpoint)
     assert [seq for seq, _, _ in waiter.buffer] == [1]
     await emitter.emit("custom", {"step": 2})
     await emitter.barrier()  # the writer goes on, from the next number

@@ -12,11 +12,10 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.graph import START, StateGraph
-from langgraph.types import Send
 
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.step_statement import TaskWrite, _json, resolve_writes
+from tests.utils.fan_out import fan_out
 
 
 class State(TypedDict, total=False):
@@ -29,26 +28,16 @@ class State(TypedDict, total=False):
 def _graph(saver: PooledSaver) -> Any:
     """Channels of every kind: a list (a blob), an int and a str (inline), a dict set late."""
 
-    def start(state: State) -> State:
+    def fan(state: State) -> State:
         return {"count": 1, "label": "started", "notes": ["start"]}
-
-    def route(state: State) -> list[Send]:
-        return [Send("work", {"i": i}) for i in range(3)]
 
     def work(call: dict[str, int]) -> State:
         return {"notes": [f"work {call['i']}"]}
 
-    def finish(state: State) -> State:
+    def join(state: State) -> State:
         return {"count": state.get("count", 0) + 1, "extra": {"done": True}, "label": "ended"}
 
-    g = StateGraph(State)
-    g.add_node("start", start)
-    g.add_node("work", work)  # type: ignore[arg-type]  # a Send task takes its own payload
-    g.add_node("finish", finish)
-    g.add_edge(START, "start")
-    g.add_conditional_edges("start", route, ["work"])
-    g.add_edge("work", "finish")
-    return g.compile(checkpointer=saver)
+    return fan_out(State, saver, fan=fan, work=work, join=join, calls=3)
 
 
 class _NoEvents:

@@ -18,14 +18,13 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.graph import START, StateGraph
-from langgraph.types import Send
 
 from api import task_writes
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.store.events import EventRows
 from api.task_writes import LINGER_SECONDS
-from tests.utils.locks import checkpoint_locked, someone_waits_for_a_lock
+from tests.utils.fan_out import fan_out
+from tests.utils.locks import cancel_while_it_waits
 
 FAN_OUT = 3
 
@@ -39,28 +38,14 @@ def _graph(saver: PooledSaver, slow: asyncio.Event | None = None) -> Any:
     """``fan`` sends ``FAN_OUT`` ``work`` tasks (task 0 waits for ``slow``, when given), then
     ``join``."""
 
-    def fan(state: State) -> State:
-        return {}
-
-    def route(state: State) -> list[Send]:
-        return [Send("work", {"i": i}) for i in range(FAN_OUT)]
-
     async def work(call: dict[str, int]) -> State:
         if slow is not None and call["i"] == 0:
             await slow.wait()
         return {"done": [call["i"]]}
 
-    def join(state: State) -> State:
-        return {"joined": True}
-
-    g = StateGraph(State)
-    g.add_node("fan", fan)
-    g.add_node("work", work)  # type: ignore[arg-type]  # a Send task takes its own payload
-    g.add_node("join", join)
-    g.add_edge(START, "fan")
-    g.add_conditional_edges("fan", route, ["work"])
-    g.add_edge("work", "join")
-    return g.compile(checkpointer=saver)
+    return fan_out(
+        State, saver, fan=lambda _: {}, work=work, join=lambda _: {"joined": True}, calls=FAN_OUT
+    )
 
 
 class _Step:
@@ -224,17 +209,14 @@ async def test_writes_of_a_checkpoint_cancelled_mid_write_are_reported_stored(
     step = empty_checkpoint()
     await saver.aput({"configurable": dict(first)}, step, {"step": 0}, {})  # written again below
     config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events()}}
-    async with checkpoint_locked(database_url, thread_id, step["id"]) as locker:
-        write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
-        await asyncio.sleep(0)
-        checkpoint = asyncio.create_task(saver.aput(config, step, {"step": 0}, {}))
-        await someone_waits_for_a_lock(locker)
-        checkpoint.cancel()
-        await asyncio.sleep(0.1)
+    write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
+    await asyncio.sleep(0)
+
+    def still_waiting() -> None:
         assert not write.done()
-    # The lock is released: the statement ends, the cancellation comes after it.
-    with pytest.raises(asyncio.CancelledError):
-        await checkpoint
+
+    checkpoint = saver.aput(config, step, {"step": 0}, {})
+    await cancel_while_it_waits(database_url, thread_id, step["id"], checkpoint, still_waiting)
     assert await asyncio.wait_for(write, 10) is None
     assert [w["channel"] for w in await _writes(runtime, thread_id)] == ["done"]
 

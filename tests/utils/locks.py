@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from typing import Any
 
 import psycopg
+import pytest
 
 
 @asynccontextmanager
@@ -39,3 +41,24 @@ async def someone_waits_for_a_lock(conn: psycopg.AsyncConnection, timeout: float
             return
         assert time.monotonic() < deadline, "nothing waited for the lock"
         await asyncio.sleep(0.01)
+
+
+async def cancel_while_it_waits(
+    database_url: str,
+    thread_id: str,
+    checkpoint_id: str,
+    write: Coroutine[Any, Any, Any],
+    meanwhile: Callable[[], None] = lambda: None,
+) -> None:
+    """Run ``write`` (a checkpoint's) while the checkpoint's row is locked, cancel it once it
+    waits for the lock, call ``meanwhile`` (still locked), release the lock: ``write`` must
+    still run to its end, then raise the cancellation."""
+    async with checkpoint_locked(database_url, thread_id, checkpoint_id) as locker:
+        task = asyncio.create_task(write)
+        await someone_waits_for_a_lock(locker)
+        task.cancel()
+        await asyncio.sleep(0.1)
+        assert not task.done()  # the statement waits for the lock, cancelled or not
+        meanwhile()
+    with pytest.raises(asyncio.CancelledError):
+        await task
