@@ -84,8 +84,8 @@ class WriteBuffer:
         await waiter
 
     def take(self, thread_id: str) -> PendingWrites | None:
-        """The writes of ``thread_id`` queued so far, for a checkpoint's transaction: the caller
-        writes them (:meth:`PendingWrites.write`) and reports ``stored()`` or ``failed()``, or,
+        """The writes of ``thread_id`` queued so far, for a checkpoint's statement: the caller
+        stores them in its statement and reports ``stored()`` or ``failed()``, or,
         when its statement was never sent, hands them to :meth:`store_alone`."""
         pending = self._pending.pop(thread_id, None)
         if pending is not None:
@@ -93,8 +93,8 @@ class WriteBuffer:
         return pending
 
     def store_alone(self, pending: PendingWrites) -> None:
-        """Write taken writes in a transaction of their own (the checkpoint that took them
-        could not start one)."""
+        """Store taken writes in a statement of their own (the checkpoint that took them
+        could not send its statement)."""
         task = asyncio.create_task(self._write_alone(pending), name="task-writes")
         self._writing.add(task)
         task.add_done_callback(self._writing.discard)

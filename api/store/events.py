@@ -12,38 +12,33 @@ from psycopg import AsyncConnection
 
 EVENTS_CHANNEL = "threadline_events"
 
-# Fenced: a worker that lost its lease (another took the run over) writes nothing. One statement
-# and one notification (naming the batch's last event) for a whole batch.
-APPEND_BATCH = """
-WITH ins AS (
-    INSERT INTO run_events (run_id, seq, event, data, attempt)
-    SELECT %(run)s, b.seq, b.event, b.data::json, %(attempt)s
-    FROM unnest(%(seqs)s::bigint[], %(events)s::text[], %(datas)s::text[]) AS b(seq, event, data)
-    WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
-                  AND status = 'running')
-    RETURNING seq)
-SELECT c.n, CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
-FROM (SELECT count(*) AS n, max(seq) AS last FROM ins) c
-"""
-"""The caller reads how many events were stored: fewer than the batch's means fenced out."""
-
-FENCE_SQLSTATE = "TL001"
-
-FENCED_EVENTS_CTE = """
+_INSERT = """
 events AS (
     INSERT INTO run_events (run_id, seq, event, data, attempt)
     SELECT %(run)s, (e->>0)::bigint, e->>1, e->2, %(attempt)s
     FROM json_array_elements(%(events)s::json) AS e
     WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = %(run)s AND attempt = %(attempt)s
                   AND status = 'running')
-    RETURNING seq),
-fence AS (
-    SELECT threadline_fence(c.n, %(expected)s, %(run)s),
-           CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
-    FROM (SELECT count(*) AS n, max(seq) AS last FROM events) c),"""
-"""The fenced insert of :class:`EventRows` as ``WITH`` clauses, for a statement of the caller's
-(a step's, ``api.step_statement``): the batch as one JSON array of ``[seq, event, data]``, its
-``fence`` failing the whole statement when the attempt does not hold the run."""
+    RETURNING seq)"""
+"""A batch's insert (:meth:`EventRows.params`), fenced: a worker that lost its lease (another
+took the run over) stores none of it."""
+
+_COUNTED = """
+    CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
+    FROM (SELECT count(*) AS n, max(seq) AS last FROM events) c"""
+"""One notification for the whole batch, naming its last event."""
+
+APPEND_BATCH = f"WITH{_INSERT}\nSELECT c.n,{_COUNTED}"
+"""The caller reads how many events were stored: fewer than the batch's means fenced out."""
+
+FENCE_SQLSTATE = "TL001"
+
+FENCED_EVENTS_CTE = (
+    f"{_INSERT},\nfence AS (\n    SELECT threadline_fence(c.n, %(expected)s, %(run)s),{_COUNTED}),"
+)
+"""The same insert as ``WITH`` clauses, for a statement of the caller's (a step's,
+``api.step_statement``; a run's end, ``api.store.run_end``): its ``fence`` fails the whole
+statement when the attempt does not hold the run."""
 
 
 @dataclass
@@ -75,24 +70,12 @@ class LostRun(Exception):
     """This worker no longer owns the run (its lease expired and another worker took it)."""
 
 
-def _batch_params(run_id: str, attempt: int, batch: list[tuple[int, str, str]]) -> dict[str, Any]:
-    return {
-        "run": uuid.UUID(run_id),
-        "seqs": [seq for seq, _, _ in batch],
-        "events": [event for _, event, _ in batch],
-        "datas": [data for _, _, data in batch],
-        "attempt": attempt,
-        "channel": EVENTS_CHANNEL,
-        "expected": len(batch),
-    }
-
-
 async def append_batch(
     conn: AsyncConnection[Any], run_id: str, attempt: int, batch: list[tuple[int, str, str]]
 ) -> None:
     """Store events ``(seq, event, data JSON)`` and notify listeners once; raises LostRun when
     fenced out (then nothing of the batch is stored)."""
-    cur = await conn.execute(APPEND_BATCH, _batch_params(run_id, attempt, batch))
+    cur = await conn.execute(APPEND_BATCH, EventRows(run_id, attempt, batch).params())
     row = await cur.fetchone()
     if row is None or row["n"] != len(batch):
         raise LostRun(run_id)
