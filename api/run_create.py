@@ -4,14 +4,16 @@ one transaction that checks for active runs, creates the thread if asked, and in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from api.adapters import RunRequest, check_private_config
 from api.auth.context import caller
+from api.database import pipelined_transaction
 from api.errors import Conflict, Invalid, NotFound
 from api.run_events import end_event
+from api.run_options import breakpoints, start_checkpoint
 from api.schemas import RunCreate
 from api.store import audit, events, runs, threads
 
@@ -58,9 +60,9 @@ async def create_run(
     if threadless:
         kwargs["on_completion"] = body.on_completion  # api.ephemeral removes the thread
     for key in ("interrupt_before", "interrupt_after"):
-        if (nodes := _breakpoints(svc, body, key)) is not None:
+        if (nodes := breakpoints(svc, body, key)) is not None:
             kwargs[key] = nodes
-    if start := await _start_checkpoint(svc, thread_id, body, exists):
+    if start := await start_checkpoint(svc, thread_id, body, exists):
         kwargs["checkpoint"] = start
     if svc.access.enabled:
         kwargs["auth_user"] = user.as_dict()
@@ -82,79 +84,83 @@ async def create_run(
                     stopped.append(cancelled)
     reserved: tuple[str, float] | None = None
     try:
-        async with svc.pool.connection() as conn, conn.transaction():
-            active = await runs.lock_thread(conn, thread_id)
-            if active is None:
-                if exists or body.if_not_exists != "create":
-                    raise NotFound(
-                        f"No thread {thread_id!r}. Create it with POST /threads, or send "
-                        '"if_not_exists": "create".'
-                    )
-                value: dict[str, Any] = {"thread_id": thread_id, "metadata": {}}
-                await svc.scope("create", value)
-                owner = svc.access.owner_of_new(user)
-                if await threads.create(conn, thread_id, value["metadata"], owner) is None:
-                    raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.")
-                active = []
-            # Nothing else active on the thread (its lock is held): this process starts the run
-            # itself when it has a free slot, without a claim, a notification or a queue.
-            idle = not active
-            if answers:
-                # Before the active-run check: a concurrent second answer would otherwise be told
-                # to wait for (or enqueue behind) the run its twin just started.
-                await _refuse_answered(conn, thread_id, list(answers))
-            if body.multitask_strategy in ("interrupt", "rollback"):
-                # Cancelled (above, through the usual machinery) before this transaction; the
-                # claim starts the new run only once they stopped (one run per thread, oldest
-                # first). A rollback's new run removes them and their checkpoints when it
-                # starts (``api.rollback``).
-                if await runs.active_ids(conn, thread_id, uncancelled=True):
-                    raise _CancelFirst
-                gone = list(dict.fromkeys(stopped + [a["run_id"] for a in active]))
-                # What a cancelled rollback was to remove, this run removes.
-                undo = await runs.rollbacks_of(conn, gone) if gone else []
-                if body.multitask_strategy == "rollback":
-                    undo = gone + undo
-                if undo:
-                    kwargs["rollback"] = list(dict.fromkeys(undo))
-                active = []
-            if active and body.multitask_strategy == "reject":
-                raise Conflict(
-                    f"Thread {thread_id!r} already has an active run ({active[0]['run_id']}, "
-                    f"{active[0]['status']}). Wait for it "
-                    f"(GET .../runs/{active[0]['run_id']}/join), "
-                    'cancel it, or send "multitask_strategy": "enqueue".'
-                )
-            if idle and svc.workers is not None:
-                reserved = await svc.workers.reserve()
-            run = await runs.insert(
-                conn,
-                thread_id=thread_id,
-                assistant_id=body.assistant_id,
-                kwargs=kwargs,
-                metadata=body.metadata,
-                multitask_strategy=body.multitask_strategy,
-                start=reserved,
-            )
-            for interrupt_id, closing in superseded.items():
-                # A new message closes the pending approvals as rejected; the agent gives the
-                # model a tool message for each. Already answered (a racing resume): kept.
-                await audit.record_decision(
-                    conn,
-                    thread_id,
-                    interrupt_id,
-                    closing,
-                    run["run_id"],
-                    actor,
-                )
-            for interrupt_id, answer in answers.items():
-                if not await audit.record_decision(
-                    conn, thread_id, interrupt_id, answer, run["run_id"], actor
-                ):
+        async with svc.pool.connection() as conn:
+            # Pipelined: BEGIN goes with the lock, and the insert with the COMMIT (its row is
+            # read after it): two round trips, and one more for each approval a run closes.
+            async with pipelined_transaction(conn):
+                active = await runs.lock_thread(conn, thread_id)
+                if active is None:
+                    if exists or body.if_not_exists != "create":
+                        raise NotFound(
+                            f"No thread {thread_id!r}. Create it with POST /threads, or send "
+                            '"if_not_exists": "create".'
+                        )
+                    value: dict[str, Any] = {"thread_id": thread_id, "metadata": {}}
+                    await svc.scope("create", value)
+                    owner = svc.access.owner_of_new(user)
+                    if await threads.create(conn, thread_id, value["metadata"], owner) is None:
+                        raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.")
+                    active = []
+                # Nothing else active on the thread (its lock is held): this process starts the run
+                # itself when it has a free slot, without a claim, a notification or a queue.
+                idle = not active
+                if answers:
+                    # Before the active-run check: a concurrent second answer would otherwise be
+                    # told to wait for (or enqueue behind) the run its twin just started.
+                    await _refuse_answered(conn, thread_id, list(answers))
+                if body.multitask_strategy in ("interrupt", "rollback"):
+                    # Cancelled (above, through the usual machinery) before this transaction; the
+                    # claim starts the new run only once they stopped (one run per thread, oldest
+                    # first). A rollback's new run removes them and their checkpoints when it
+                    # starts (``api.rollback``).
+                    if await runs.active_ids(conn, thread_id, uncancelled=True):
+                        raise _CancelFirst
+                    gone = list(dict.fromkeys(stopped + [a["run_id"] for a in active]))
+                    # What a cancelled rollback was to remove, this run removes.
+                    undo = await runs.rollbacks_of(conn, gone) if gone else []
+                    if body.multitask_strategy == "rollback":
+                        undo = gone + undo
+                    if undo:
+                        kwargs["rollback"] = list(dict.fromkeys(undo))
+                    active = []
+                if active and body.multitask_strategy == "reject":
                     raise Conflict(
-                        f"Interrupt {interrupt_id} was already answered; a decision is applied "
-                        f"once. GET /threads/{thread_id}/state shows what is pending now."
+                        f"Thread {thread_id!r} already has an active run ({active[0]['run_id']}, "
+                        f"{active[0]['status']}). Wait for it "
+                        f"(GET .../runs/{active[0]['run_id']}/join), "
+                        'cancel it, or send "multitask_strategy": "enqueue".'
                     )
+                if idle and svc.workers is not None:
+                    reserved = await svc.workers.reserve()
+                inserted = await runs.send_insert(
+                    conn,
+                    thread_id=thread_id,
+                    assistant_id=body.assistant_id,
+                    kwargs=kwargs,
+                    metadata=body.metadata,
+                    multitask_strategy=body.multitask_strategy,
+                    start=reserved,
+                )
+                for interrupt_id, closing in superseded.items():
+                    # A new message closes the pending approvals as rejected; the agent gives the
+                    # model a tool message for each. Already answered (a racing resume): kept.
+                    await audit.record_decision(
+                        conn,
+                        thread_id,
+                        interrupt_id,
+                        closing,
+                        inserted.run_id,
+                        actor,
+                    )
+                for interrupt_id, answer in answers.items():
+                    if not await audit.record_decision(
+                        conn, thread_id, interrupt_id, answer, inserted.run_id, actor
+                    ):
+                        raise Conflict(
+                            f"Interrupt {interrupt_id} was already answered; a decision is applied "
+                            f"once. GET /threads/{thread_id}/state shows what is pending now."
+                        )
+            run = await inserted.row()
     except BaseException as err:
         if reserved is not None and svc.workers is not None:
             # Not committed, or not known to be (cancelled in the COMMIT): a committed run keeps
@@ -173,28 +179,13 @@ async def create_run(
             svc, thread_id, body, threadless=threadless, _stopped=stopped, _tries=_tries + 1
         )
     if reserved is not None and svc.workers is not None:
-        svc.workers.start_reserved(run)
+        svc.workers.start_reserved(run, no_checkpoint=inserted.no_checkpoint)
         # Answered as queued, as LangGraph Server answers a new run (clients expect "pending");
         # GET shows it running, as it would be there a moment later too.
         return {**run, "status": "pending", "attempt": 0}
     # Wake this process's claim loop now rather than when the notification comes back.
     svc.hub.runs_changed.set()
     return run
-
-
-def _breakpoints(svc: Service, body: RunCreate, key: str) -> list[str] | str | None:
-    """``interrupt_before`` / ``interrupt_after``: ``"*"`` or nodes the graph has (422)."""
-    nodes = getattr(body, key)
-    if nodes is None or nodes == "*":
-        return cast("str | None", nodes)
-    known = [n for n in svc.graph(body.assistant_id).nodes if n != "__start__"]
-    unknown = sorted(set(nodes) - set(known))
-    if unknown:
-        raise Invalid(
-            f"{key} names {unknown}, which assistant {body.assistant_id!r} does not have; "
-            f'use its nodes ({", ".join(known)}) or "*"'
-        )
-    return list(dict.fromkeys(nodes))
 
 
 async def _cancel(conn: Any, run_id: str) -> str | None:
@@ -209,43 +200,6 @@ async def _cancel(conn: Any, run_id: str) -> str | None:
                 conn, run_id, "end", orjson.dumps(end).decode(), cancelled["attempt"]
             )
     return str(cancelled["run_id"])
-
-
-async def _start_checkpoint(
-    svc: Service, thread_id: str, body: RunCreate, exists: bool
-) -> dict[str, str] | None:
-    """The checkpoint a run forks from (``checkpoint`` in the body), checked to be the thread's;
-    None to continue from the latest. A resume answers what is pending now: it may name the
-    latest checkpoint (as agent-chat-ui does), not an older one."""
-    ref = body.checkpoint
-    if ref is None:
-        return None
-    if ref.thread_id is not None and ref.thread_id != thread_id:
-        raise Invalid(
-            f"checkpoint.thread_id is {ref.thread_id!r}, not this thread ({thread_id!r}): a run "
-            "starts from a checkpoint of its own thread (POST /threads/{id}/copy forks one)."
-        )
-    target = {"thread_id": thread_id, "checkpoint_ns": ref.checkpoint_ns}
-    found = None
-    if exists:
-        found = await svc.runtime.saver.aget_tuple(
-            {"configurable": {**target, "checkpoint_id": ref.checkpoint_id}}
-        )
-    if found is None:
-        raise NotFound(
-            f"No checkpoint {ref.checkpoint_id!r} on thread {thread_id!r}. "
-            f"POST /threads/{thread_id}/history lists its checkpoints."
-        )
-    if body.command is None:
-        return {"checkpoint_ns": ref.checkpoint_ns, "checkpoint_id": ref.checkpoint_id}
-    latest = await svc.runtime.saver.aget_tuple({"configurable": target})
-    if latest is not None and latest.checkpoint["id"] != ref.checkpoint_id:
-        raise Conflict(
-            f"A resume answers what is pending at the thread's latest checkpoint "
-            f"({latest.checkpoint['id']}), not at {ref.checkpoint_id}: send that id or no "
-            "checkpoint. To start over from an older one, send an input with its checkpoint."
-        )
-    return None
 
 
 async def _visible_for_run(svc: Service, thread_id: str, body: RunCreate) -> dict[str, Any] | None:

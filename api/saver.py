@@ -12,6 +12,7 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -20,14 +21,14 @@ from langgraph.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointTuple,
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 
 from api.database import Pool, run_to_completion
-from api.step_statement import TaskWrite, checkpoint_rows, step_statement
+from api.step_statement import TaskWrite, WriteRow, checkpoint_rows, step_statement
 from api.store.event_writer import CheckpointEvents
-from api.store.events import EventRows
 from api.task_writes import PendingWrites, WriteBuffer
 
 EVENTS_BARRIER_KEY = "__threadline_events_barrier"
@@ -40,6 +41,38 @@ The same config tells the saver to hold a task's writes for that statement too
 (``api.task_writes``), or to store them alone when no checkpoint comes soon. A step whose writes
 were saved but not its checkpoint runs again as cached on a takeover, and LangGraph emits its
 updates again; the takeover dedupe stores those an earlier attempt did not (``api.takeover``)."""
+
+
+NO_CHECKPOINT_KEY = "__threadline_no_checkpoint"
+"""In a run's ``config["configurable"]``: a :class:`NoCheckpointYet`."""
+
+
+@dataclass
+class NoCheckpointYet:
+    """A run's thread had no checkpoint when the run was committed, claimed at once by the
+    process that executes it: LangGraph's first read of the thread, as its loop starts, is
+    answered (nothing) without a query. Nothing saves one in between: another run on the thread
+    waits for this one, and updating or copying its state is refused while a run is active.
+    Answered once; any later read goes to the database."""
+
+    used: bool = False
+
+
+@dataclass
+class HeldCheckpoint:
+    """A run's input checkpoint, stored in the statement of the checkpoint after it.
+
+    LangGraph saves the input (``source: input``), then runs only ``__start__``, which passes it
+    on, and saves the result before any node runs: two commits back to back, the first a round
+    trip that every run waits for before its first node. Held back, it is stored in the second's
+    statement, before it (or on its own by :meth:`PooledSaver.release` when the graph stops
+    first). A crash in between loses no work: the run's next attempt finds no checkpoint of
+    its own and starts from its input again, as after a crash before the first save."""
+
+    row: dict[str, Any]
+    blobs: list[WriteRow]
+    events: Any
+    """The run's ``EVENTS_BARRIER_KEY`` function: a checkpoint is held for that run only."""
 
 
 class PooledSaver(AsyncPostgresSaver):
@@ -59,6 +92,9 @@ class PooledSaver(AsyncPostgresSaver):
         self.lock = asyncio.Semaphore(concurrency)  # type: ignore[assignment]
         self.writes = WriteBuffer(self._connection)
         """Task writes waiting for their thread's next checkpoint (``api.task_writes``)."""
+        self.held: dict[str, HeldCheckpoint] = {}
+        """Each thread's input checkpoint, held back until its next checkpoint's statement
+        (:class:`HeldCheckpoint`)."""
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
@@ -96,18 +132,67 @@ class PooledSaver(AsyncPostgresSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        events = (config.get("configurable") or {}).get(EVENTS_BARRIER_KEY)
+        configurable = config.get("configurable") or {}
+        events = configurable.get(EVENTS_BARRIER_KEY)
         if events is None:
             return await super().aput(config, checkpoint, metadata, new_versions)
+        thread_id = str(configurable["thread_id"])
+        row, blobs, saved = checkpoint_rows(self, config, checkpoint, metadata, new_versions)
+        if metadata.get("source") == "input" and configurable["checkpoint_ns"] == "":
+            self.held[thread_id] = HeldCheckpoint(row, blobs, events)
+            return saved
         # Taken before waiting for the events' lock and a connection: under load that wait
         # outlasts the delay, and the writes would go in a transaction of their own (waiting
         # for the same lock and pool) rather than in this one.
-        writes = self.writes.take(str(config["configurable"]["thread_id"]))
+        await self._write(thread_id, events, self.writes.take(thread_id), row, blobs)
+        return saved
+
+    async def release(self, thread_id: str) -> None:
+        """Store the checkpoint held back for ``thread_id``, if one is (no later checkpoint
+        took it along): called when a run's graph stops, before anything reads its state."""
+        held = self.held.pop(thread_id, None)
+        if held is not None:
+            await self._write(
+                thread_id, held.events, self.writes.take(thread_id), held.row, held.blobs
+            )
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        configurable = config.get("configurable") or {}
+        hint = configurable.get(NO_CHECKPOINT_KEY)
+        if (
+            isinstance(hint, NoCheckpointYet)
+            and not hint.used
+            and not configurable.get("checkpoint_ns")
+            and not configurable.get("checkpoint_id")
+        ):
+            hint.used = True
+            return None
+        if self.held and EVENTS_BARRIER_KEY in configurable:  # a run reading its own thread
+            await self.release(str(configurable["thread_id"]))
+        return await super().aget_tuple(config)
+
+    async def _write(
+        self,
+        thread_id: str,
+        events: Any,
+        writes: PendingWrites | None,
+        row: dict[str, Any],
+        blobs: list[WriteRow],
+    ) -> None:
+        """The statement storing a checkpoint (``api.step_statement``): the run's events and
+        the thread's task writes before it, and the checkpoint held back before it, if any."""
+        earlier = self.held.pop(thread_id, None)
+        if earlier is not None and earlier.events is not events:
+            earlier = None  # another run's, which stopped without storing it: not this run's
         sent = False
         try:
             async with events() as step, self._connection() as conn:
-                sql, params, saved = self._step(
-                    step.take(), writes, config, checkpoint, metadata, new_versions
+                sql, params = step_statement(
+                    events=step.take(),
+                    writes=writes.rows if writes else [],
+                    blobs=earlier.blobs + blobs if earlier else blobs,
+                    checkpoint=row,
+                    earlier=earlier.row if earlier else None,
                 )
                 sent = True
                 # Once sent, the statement runs to its end even when the run is cancelled
@@ -117,7 +202,6 @@ class PooledSaver(AsyncPostgresSaver):
             if writes is not None and not sent:  # no statement carried them: on their own
                 self.writes.store_alone(writes)
             raise
-        return saved
 
     @staticmethod
     async def _store(
@@ -136,24 +220,6 @@ class PooledSaver(AsyncPostgresSaver):
         step.stored()
         if writes is not None:
             writes.stored()
-
-    def _step(
-        self,
-        events: EventRows | None,
-        writes: PendingWrites | None,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> tuple[str, dict[str, Any], RunnableConfig]:
-        """The one statement storing the step (``api.step_statement``): the events, the task
-        writes, the blobs and the checkpoint; it fails, storing nothing, if the event log's
-        fence refuses the events."""
-        row, blobs, saved = checkpoint_rows(self, config, checkpoint, metadata, new_versions)
-        sql, params = step_statement(
-            events=events, writes=writes.rows if writes else [], blobs=blobs, checkpoint=row
-        )
-        return sql, params, saved
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         return next_channel_version(current)

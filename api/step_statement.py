@@ -66,18 +66,29 @@ blobs AS (
     INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
     SELECT %(thread_id)s, %(checkpoint_ns)s, b->>0, b->>1, b->>2, decode(b->>3, 'base64')
     FROM json_array_elements(%(blobs)s::json) AS b
-    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING)
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING)"""
+
+
+def _checkpoint_insert(prefix: str) -> str:
+    return f"""
 INSERT INTO checkpoints
     (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
-SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_id)s, %(checkpoint)s,
-       %(metadata)s
+SELECT %(thread_id)s, %(checkpoint_ns)s, %({prefix}checkpoint_id)s, %({prefix}parent_id)s,
+       %({prefix}checkpoint)s, %({prefix}metadata)s
 FROM fence
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
-DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata
-"""
+DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"""
 
-WITH_EVENTS = "WITH" + FENCED_EVENTS_CTE + _BODY
-WITHOUT_EVENTS = "WITH" + _NO_EVENTS + _BODY
+
+EARLIER = "earlier_"
+"""Prefix of the parameters of the checkpoint held back to go with the step's (``api.saver``)."""
+
+_EARLIER = f",\nearlier AS ({_checkpoint_insert(EARLIER)})"
+_CHECKPOINT = _checkpoint_insert("")
+
+_OWN = ("checkpoint_id", "parent_id", "checkpoint", "metadata")
+"""Of a checkpoint's parameters, those that are not its thread's."""
+
 WRITES_ONLY = f"WITH inserted AS ({_INSERT_WRITES}){_UPSERT_WRITES}"
 """Task writes no checkpoint took along (``api.task_writes``)."""
 
@@ -142,17 +153,24 @@ def step_statement(
     writes: list[TaskWrite],
     blobs: list[WriteRow],
     checkpoint: dict[str, Any],
+    earlier: dict[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The statement and its parameters. ``checkpoint`` holds ``thread_id``, ``checkpoint_ns``,
-    ``checkpoint_id``, ``parent_id``, ``checkpoint`` and ``metadata`` (``Jsonb``)."""
+    ``checkpoint_id``, ``parent_id``, ``checkpoint`` and ``metadata`` (``Jsonb``); ``earlier``,
+    the same of the checkpoint before it when that was held back (its blobs are in ``blobs``),
+    is stored in the same statement."""
     params = {
         **checkpoint,
         **_write_params(writes),
         "blobs": _json_rows([row[2:] for row in blobs]),  # thread and namespace: the checkpoint's
     }
-    if events is None:
-        return WITHOUT_EVENTS, params
-    return WITH_EVENTS, {**params, **events.params()}
+    sql = "WITH" + (_NO_EVENTS if events is None else FENCED_EVENTS_CTE) + _BODY
+    if events is not None:
+        params.update(events.params())
+    if earlier is not None:
+        sql += _EARLIER
+        params.update({EARLIER + k: v for k, v in earlier.items() if k in _OWN})
+    return sql + _CHECKPOINT, params
 
 
 def checkpoint_rows(

@@ -113,10 +113,11 @@ class Workers:
     def unreserve(self) -> None:
         self.slots.release()
 
-    def start_reserved(self, run: dict[str, Any]) -> None:
+    def start_reserved(self, run: dict[str, Any], *, no_checkpoint: bool = False) -> None:
         """Execute a run committed as claimed by this worker (its first attempt) in the slot
-        :meth:`reserve` took."""
-        execution = self._launch({**run, "stalled_attempts": 0}, last_seq=0)
+        :meth:`reserve` took; ``no_checkpoint``: its thread had none when it was committed."""
+        started = {**run, "stalled_attempts": 0, "no_checkpoint": no_checkpoint}
+        execution = self._launch(started, last_seq=0)
         if self.stopping:  # stopping began meanwhile: hand it back like the other runs
             self._stop(execution, "shutdown")
 

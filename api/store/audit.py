@@ -23,10 +23,10 @@ async def record_decision(
     """Record the answer to an interrupt; False when it was already answered."""
     cur = await conn.execute(
         "INSERT INTO approvals (thread_id, interrupt_id, decision, run_id, actor)"
-        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
         (thread_id, interrupt_id, Jsonb(decision), uuid.UUID(run_id), actor),
     )
-    if cur.rowcount != 1:
+    if await cur.fetchone() is None:  # read, not ``rowcount``: in pipeline mode that is unknown
         return False
     await conn.execute(
         "INSERT INTO audit_log (thread_id, run_id, kind, detail, actor)"

@@ -6,13 +6,16 @@ import uuid
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg.types.json import Jsonb
 
 from api.store import threads
 from api.store.claim_sql import CLAIM, progress_mark
 from api.store.rows import run_out
 
-RUNS_CHANNEL = "threadline_runs"
+# Queueing a run is in api.store.run_insert; callers know it as part of the run queue.
+from api.store.run_insert import RUNS_CHANNEL as RUNS_CHANNEL
+from api.store.run_insert import Inserted as Inserted
+from api.store.run_insert import insert as insert
+from api.store.run_insert import send_insert as send_insert
 
 
 async def lock_thread(conn: AsyncConnection[Any], thread_id: str) -> list[dict[str, Any]] | None:
@@ -20,71 +23,20 @@ async def lock_thread(conn: AsyncConnection[Any], thread_id: str) -> list[dict[s
     oldest first; None when there is no such thread.
 
     Two statements: under READ COMMITTED, one that waited for the lock would read the runs
-    with the snapshot it took before waiting, missing a run the lock's holder just queued."""
-    cur = await conn.execute("SELECT 1 FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,))
-    if await cur.fetchone() is None:
-        return None
-    cur = await conn.execute(
+    with the snapshot it took before waiting, missing a run the lock's holder just queued. Both
+    are sent before either result is read: in pipeline mode (``pipelined_transaction``) they
+    go out together, with the ``BEGIN`` before them."""
+    locked = await conn.execute(
+        "SELECT 1 FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,)
+    )
+    active = await conn.execute(
         "SELECT run_id, status FROM runs WHERE thread_id = %s"
         " AND status IN ('pending', 'running') ORDER BY created_at",
         (thread_id,),
     )
-    return [{"run_id": str(r["run_id"]), "status": r["status"]} for r in await cur.fetchall()]
-
-
-async def insert(
-    conn: AsyncConnection[Any],
-    *,
-    thread_id: str,
-    assistant_id: str,
-    kwargs: dict[str, Any],
-    metadata: dict[str, Any],
-    multitask_strategy: str,
-    start: tuple[str, float] | None = None,
-) -> dict[str, Any]:
-    """Queue a run and mark its thread busy, its metadata naming the run's graph (``graph_id``,
-    ``assistant_id``, as LangGraph Server does: clients such as agent-chat-ui list a graph's
-    threads by it); call inside the transaction that checked the thread.
-
-    ``start`` = ``(worker_id, lease seconds)``: the run is not queued but claimed at once by that
-    worker, as its first attempt, exactly as :func:`claim` would take it (the thread has no other
-    active run: the caller holds its lock and checked). No worker is notified."""
-    claimed = (
-        ", 'running', 1, %(worker)s, now() + make_interval(secs => %(lease)s), "
-        + progress_mark("%(thread)s")
-        if start
-        else ""
-    )
-    # One round trip: the run, the thread marked busy and labelled, the workers notified.
-    cur = await conn.execute(
-        "WITH ins AS ("
-        "  INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, metadata, multitask_strategy"
-        + (", status, attempt, worker_id, lease_until, progress" if start else "")
-        + ")  VALUES (%(run)s, %(thread)s, %(assistant)s, %(kwargs)s, %(metadata)s, %(strategy)s"
-        + claimed
-        + ")  RETURNING *),"
-        " busy AS (UPDATE threads SET status = 'busy', updated_at = now(),"
-        "  metadata = metadata || %(label)s"
-        "  WHERE thread_id = %(thread)s)"
-        + " SELECT ins.*"
-        + ("" if start else ", pg_notify(%(channel)s, 'new')")
-        + " FROM ins",
-        {
-            "label": Jsonb({"graph_id": assistant_id, "assistant_id": assistant_id}),
-            "run": uuid.uuid4(),
-            "thread": thread_id,
-            "assistant": assistant_id,
-            "kwargs": Jsonb(kwargs),
-            "metadata": Jsonb(metadata),
-            "strategy": multitask_strategy,
-            "channel": RUNS_CHANNEL,
-            "worker": start[0] if start else None,
-            "lease": start[1] if start else None,
-        },
-    )
-    row = await cur.fetchone()
-    assert row is not None
-    return run_out(row)
+    if await locked.fetchone() is None:
+        return None
+    return [{"run_id": str(r["run_id"]), "status": r["status"]} for r in await active.fetchall()]
 
 
 async def get(conn: AsyncConnection[Any], thread_id: str, run_id: str) -> dict[str, Any] | None:

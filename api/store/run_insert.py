@@ -1,0 +1,116 @@
+"""Queueing a run: the insert that creates it (pending, or claimed at once by the worker that
+will execute it) and marks its thread busy."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import AsyncConnection, AsyncCursor
+from psycopg.types.json import Jsonb
+
+from api.store.claim_sql import progress_mark
+from api.store.rows import run_out
+
+RUNS_CHANNEL = "threadline_runs"
+
+_NO_CHECKPOINT = (
+    ", NOT EXISTS (SELECT 1 FROM checkpoints c"
+    " WHERE c.thread_id = %(thread)s AND c.checkpoint_ns = '') AS no_checkpoint"
+)
+
+
+async def insert(
+    conn: AsyncConnection[Any],
+    *,
+    thread_id: str,
+    assistant_id: str,
+    kwargs: dict[str, Any],
+    metadata: dict[str, Any],
+    multitask_strategy: str,
+    start: tuple[str, float] | None = None,
+) -> dict[str, Any]:
+    """:func:`send_insert`, then its row."""
+    inserted = await send_insert(
+        conn,
+        thread_id=thread_id,
+        assistant_id=assistant_id,
+        kwargs=kwargs,
+        metadata=metadata,
+        multitask_strategy=multitask_strategy,
+        start=start,
+    )
+    return await inserted.row()
+
+
+@dataclass
+class Inserted:
+    """A run's insert, sent; its row is read with :meth:`row` (after the transaction's end, in
+    pipeline mode: the insert then goes out with the ``COMMIT``)."""
+
+    run_id: str
+    cursor: AsyncCursor[Any]
+    no_checkpoint: bool = False
+    """Read with the row of a run claimed at once: its thread had no checkpoint yet."""
+
+    async def row(self) -> dict[str, Any]:
+        found = await self.cursor.fetchone()
+        assert found is not None
+        self.no_checkpoint = bool(found.get("no_checkpoint"))
+        return run_out(found)
+
+
+async def send_insert(
+    conn: AsyncConnection[Any],
+    *,
+    thread_id: str,
+    assistant_id: str,
+    kwargs: dict[str, Any],
+    metadata: dict[str, Any],
+    multitask_strategy: str,
+    start: tuple[str, float] | None = None,
+) -> Inserted:
+    """Queue a run and mark its thread busy, its metadata naming the run's graph (``graph_id``,
+    ``assistant_id``, as LangGraph Server does: clients such as agent-chat-ui list a graph's
+    threads by it); call inside the transaction that checked the thread.
+
+    ``start`` = ``(worker_id, lease seconds)``: the run is not queued but claimed at once by that
+    worker, as its first attempt, exactly as :func:`claim` would take it (the thread has no other
+    active run: the caller holds its lock and checked). No worker is notified, and the row says
+    whether the thread has a checkpoint yet (:attr:`Inserted.no_checkpoint`)."""
+    claimed = (
+        ", 'running', 1, %(worker)s, now() + make_interval(secs => %(lease)s), "
+        + progress_mark("%(thread)s")
+        if start
+        else ""
+    )
+    # One statement: the run, the thread marked busy and labelled, the workers notified.
+    run_id = uuid.uuid4()
+    cur = await conn.execute(
+        "WITH ins AS ("
+        "  INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, metadata, multitask_strategy"
+        + (", status, attempt, worker_id, lease_until, progress" if start else "")
+        + ")  VALUES (%(run)s, %(thread)s, %(assistant)s, %(kwargs)s, %(metadata)s, %(strategy)s"
+        + claimed
+        + ")  RETURNING *),"
+        " busy AS (UPDATE threads SET status = 'busy', updated_at = now(),"
+        "  metadata = metadata || %(label)s"
+        "  WHERE thread_id = %(thread)s)"
+        + " SELECT ins.*"
+        + (_NO_CHECKPOINT if start else ", pg_notify(%(channel)s, 'new')")
+        + " FROM ins",
+        {
+            "label": Jsonb({"graph_id": assistant_id, "assistant_id": assistant_id}),
+            "run": run_id,
+            "thread": thread_id,
+            "assistant": assistant_id,
+            "kwargs": Jsonb(kwargs),
+            "metadata": Jsonb(metadata),
+            "strategy": multitask_strategy,
+            "channel": RUNS_CHANNEL,
+            "worker": start[0] if start else None,
+            "lease": start[1] if start else None,
+        },
+    )
+    return Inserted(str(run_id), cur)
