@@ -26,8 +26,9 @@ from api.hub import Hub
 from api.metrics import StepTimer
 from api.rollback import roll_back, rolled_back
 from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
+from api.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
 from api.runtime import Runtime
-from api.saver import EVENTS_BARRIER_KEY, NO_CHECKPOINT_KEY, NoCheckpointYet, PooledSaver
+from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.serde import to_jsonable
 from api.store import run_end
 from api.store.event_writer import CheckpointEvents, Emitter
@@ -132,6 +133,7 @@ class Executor:
         try:
             await self._attempt(run, emitter)
         finally:
+            self.runtime.saver.forget(run["thread_id"])
             # Stopped (cancelled, lease lost) or not: what is queued or in flight lands before
             # anything else is written for the run (or fails against the fence: lease lost).
             await emitter.close()

@@ -12,7 +12,6 @@ import asyncio
 import random
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -27,6 +26,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 
 from api.database import Pool, run_to_completion
+from api.run_memory import NO_CHECKPOINT_KEY, HeldCheckpoint, LastWritten, NoCheckpointYet
 from api.step_statement import TaskWrite, WriteRow, checkpoint_rows, step_statement
 from api.store.event_writer import CheckpointEvents
 from api.task_writes import PendingWrites, WriteBuffer
@@ -41,38 +41,6 @@ The same config tells the saver to hold a task's writes for that statement too
 (``api.task_writes``), or to store them alone when no checkpoint comes soon. A step whose writes
 were saved but not its checkpoint runs again as cached on a takeover, and LangGraph emits its
 updates again; the takeover dedupe stores those an earlier attempt did not (``api.takeover``)."""
-
-
-NO_CHECKPOINT_KEY = "__threadline_no_checkpoint"
-"""In a run's ``config["configurable"]``: a :class:`NoCheckpointYet`."""
-
-
-@dataclass
-class NoCheckpointYet:
-    """A run's thread had no checkpoint when the run was committed, claimed at once by the
-    process that executes it: LangGraph's first read of the thread, as its loop starts, is
-    answered (nothing) without a query. Nothing saves one in between: another run on the thread
-    waits for this one, and updating or copying its state is refused while a run is active.
-    Answered once; any later read goes to the database."""
-
-    used: bool = False
-
-
-@dataclass
-class HeldCheckpoint:
-    """A run's input checkpoint, stored in the statement of the checkpoint after it.
-
-    LangGraph saves the input (``source: input``), then runs only ``__start__``, which passes it
-    on, and saves the result before any node runs: two commits back to back, the first a round
-    trip that every run waits for before its first node. Held back, it is stored in the second's
-    statement, before it (or on its own by :meth:`PooledSaver.release` when the graph stops
-    first). A crash in between loses no work: the run's next attempt finds no checkpoint of
-    its own and starts from its input again, as after a crash before the first save."""
-
-    row: dict[str, Any]
-    blobs: list[WriteRow]
-    events: Any
-    """The run's ``EVENTS_BARRIER_KEY`` function: a checkpoint is held for that run only."""
 
 
 class PooledSaver(AsyncPostgresSaver):
@@ -95,6 +63,9 @@ class PooledSaver(AsyncPostgresSaver):
         self.held: dict[str, HeldCheckpoint] = {}
         """Each thread's input checkpoint, held back until its next checkpoint's statement
         (:class:`HeldCheckpoint`)."""
+        self.written: dict[str, LastWritten] = {}
+        """The last checkpoint each running run stored, while no write came after it
+        (:class:`LastWritten`)."""
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
@@ -123,6 +94,7 @@ class PooledSaver(AsyncPostgresSaver):
             task_path,
             writes,
         )
+        self.written.pop(str(thread_id), None)  # its latest checkpoint has pending writes now
         await self.writes.add(str(thread_id), [TaskWrite(row, upsert) for row in rows])
 
     async def aput(
@@ -145,6 +117,10 @@ class PooledSaver(AsyncPostgresSaver):
         # outlasts the delay, and the writes would go in a transaction of their own (waiting
         # for the same lock and pool) rather than in this one.
         await self._write(thread_id, events, self.writes.take(thread_id), row, blobs)
+        if last := LastWritten.of(events, saved, checkpoint, row):
+            self.written[thread_id] = last
+        else:
+            self.written.pop(thread_id, None)
         return saved
 
     async def release(self, thread_id: str) -> None:
@@ -152,6 +128,7 @@ class PooledSaver(AsyncPostgresSaver):
         took it along): called when a run's graph stops, before anything reads its state."""
         held = self.held.pop(thread_id, None)
         if held is not None:
+            self.written.pop(thread_id, None)
             await self._write(
                 thread_id, held.events, self.writes.take(thread_id), held.row, held.blobs
             )
@@ -167,9 +144,25 @@ class PooledSaver(AsyncPostgresSaver):
         ):
             hint.used = True
             return None
-        if self.held and EVENTS_BARRIER_KEY in configurable:  # a run reading its own thread
-            await self.release(str(configurable["thread_id"]))
+        events = configurable.get(EVENTS_BARRIER_KEY)
+        if events is not None:  # a run reading its own thread
+            thread_id = str(configurable["thread_id"])
+            if self.held:
+                await self.release(thread_id)
+            last = self.written.get(thread_id)
+            if (
+                last is not None
+                and last.events is events
+                and not configurable.get("checkpoint_ns")
+                and not configurable.get("checkpoint_id")
+            ):
+                return last.tuple
         return await super().aget_tuple(config)
+
+    def forget(self, thread_id: str) -> None:
+        """Drop what this saver keeps of a run of ``thread_id``: called when its attempt ends."""
+        self.held.pop(thread_id, None)
+        self.written.pop(thread_id, None)
 
     async def _write(
         self,

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import operator
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -20,49 +17,7 @@ from api.hub import Hub
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.step_statement import TaskWrite, _json, resolve_writes
 from api.store import runs, threads
-from tests.utils.fan_out import fan_out
-
-
-class State(TypedDict, total=False):
-    notes: Annotated[list[str], operator.add]
-    count: int
-    label: str
-    extra: dict[str, Any]
-
-
-def _graph(saver: PooledSaver) -> Any:
-    """Channels of every kind: a list (a blob), an int and a str (inline), a dict set late."""
-
-    def fan(state: State) -> State:
-        return {"count": 1, "label": "started", "notes": ["start"]}
-
-    def work(call: dict[str, int]) -> State:
-        return {"notes": [f"work {call['i']}"]}
-
-    def join(state: State) -> State:
-        return {"count": state.get("count", 0) + 1, "extra": {"done": True}, "label": "ended"}
-
-    return fan_out(State, saver, fan=fan, work=work, join=join, calls=3)
-
-
-class _NoEvents:
-    def take(self) -> None:
-        return None
-
-    def stored(self) -> None:
-        pass
-
-
-@asynccontextmanager
-async def _barrier() -> AsyncIterator[_NoEvents]:
-    yield _NoEvents()
-
-
-def _config(thread_id: str, *, served: bool) -> Any:
-    configurable: dict[str, Any] = {"thread_id": thread_id}
-    if served:
-        configurable[EVENTS_BARRIER_KEY] = _barrier
-    return {"configurable": configurable}
+from tests.utils.served import barrier, channels_graph, served_config
 
 
 def _counter(version: Any) -> str:
@@ -115,17 +70,19 @@ async def _rows(runtime: Any, thread_id: str) -> dict[str, list[Any]]:
 
 async def test_a_served_run_stores_the_rows_the_stock_statements_store(runtime: Any) -> None:
     saver = runtime.saver
-    graph = _graph(saver)
+    graph = channels_graph(saver)
     served, stock = str(uuid.uuid4()), str(uuid.uuid4())
     for thread_id, is_served in ((served, True), (stock, False)):
-        final = await graph.ainvoke({}, _config(thread_id, served=is_served), durability="sync")
+        final = await graph.ainvoke(
+            {}, served_config(thread_id, served=is_served), durability="sync"
+        )
         assert final["label"] == "ended" and len(final["notes"]) == 4
     mine, theirs = await _rows(runtime, served), await _rows(runtime, stock)
     assert len(mine["checkpoints"]) == len(theirs["checkpoints"]) >= 4
     assert mine == theirs
     # And LangGraph reads the same history back.
-    history = [s async for s in graph.aget_state_history(_config(served, served=False))]
-    stock_history = [s async for s in graph.aget_state_history(_config(stock, served=False))]
+    history = [s async for s in graph.aget_state_history(served_config(served, served=False))]
+    stock_history = [s async for s in graph.aget_state_history(served_config(stock, served=False))]
     assert [s.values for s in history] == [s.values for s in stock_history]
     assert [s.next for s in history] == [s.next for s in stock_history]
 
@@ -136,11 +93,11 @@ async def test_a_runs_input_checkpoint_is_stored_by_the_statement_of_the_next(
     """LangGraph saves the input, then (after ``__start__`` passed it on) the loop's first
     checkpoint: the first is held back and stored in the second's statement, before it."""
     saver, thread_id = runtime.saver, str(uuid.uuid4())
-    config = _config(thread_id, served=True)
+    config = served_config(thread_id, served=True)
     config["configurable"]["checkpoint_ns"] = ""
     first = await saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
     assert (await _rows(runtime, thread_id))["checkpoints"] == []
-    then = {"configurable": {**first["configurable"], EVENTS_BARRIER_KEY: _barrier}}
+    then = {"configurable": {**first["configurable"], EVENTS_BARRIER_KEY: barrier}}
     await saver.aput(then, empty_checkpoint(), {"source": "loop", "step": 0}, {})
     stored = (await _rows(runtime, thread_id))["checkpoints"]
     assert [(c[0], c[-1]["source"], c[-1]["step"]) for c in stored] == [
@@ -190,10 +147,12 @@ async def test_an_input_checkpoint_no_later_one_took_along_is_stored_when_the_ru
         [(run, last_seq)] = await runs.claim(conn, "test", 30.0)
     await Executor(runtime, Hub(runtime.database.url)).execute(run, last_seq)
     with pytest.raises(ValueError, match="refused"):
-        await graph.ainvoke({"items": ["refused"]}, _config(stock, served=False))
+        await graph.ainvoke({"items": ["refused"]}, served_config(stock, served=False))
     histories = []
     for thread_id in (served, stock):
-        history = [s async for s in graph.aget_state_history(_config(thread_id, served=False))]
+        history = [
+            s async for s in graph.aget_state_history(served_config(thread_id, served=False))
+        ]
         histories.append([(s.metadata["source"], s.values, s.next) for s in history])
     assert histories[0] == histories[1] == [("input", {"items": []}, ("__start__",))]
     async with runtime.pool.connection() as conn:
@@ -219,7 +178,7 @@ async def test_repeated_writes_in_one_statement_store_what_one_by_one_would(
         )
         config: Any = {"configurable": {**first["configurable"]}}
         if served:
-            config["configurable"][EVENTS_BARRIER_KEY] = _barrier
+            config["configurable"][EVENTS_BARRIER_KEY] = barrier
         writes: list[list[tuple[str, Any]]] = [
             [("notes", ["first"])],
             [("notes", ["second"])],

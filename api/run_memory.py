@@ -1,0 +1,83 @@
+"""What the checkpointer keeps of a running run between its calls (``api.saver``): the input
+checkpoint it holds back, the hint that the thread has none yet, the last checkpoint it stored.
+Each is the run's own (named by its ``EVENTS_BARRIER_KEY`` function, or carried in its config)
+and is dropped when the attempt ends (``PooledSaver.forget``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+from api.step_statement import WriteRow
+
+NO_CHECKPOINT_KEY = "__threadline_no_checkpoint"
+"""In a run's ``config["configurable"]``: a :class:`NoCheckpointYet`."""
+
+
+@dataclass
+class NoCheckpointYet:
+    """A run's thread had no checkpoint when the run was committed, claimed at once by the
+    process that executes it: LangGraph's first read of the thread, as its loop starts, is
+    answered (nothing) without a query. Nothing saves one in between: another run on the thread
+    waits for this one, and updating or copying its state is refused while a run is active.
+    Answered once; any later read goes to the database."""
+
+    used: bool = False
+
+
+@dataclass
+class HeldCheckpoint:
+    """A run's input checkpoint, stored in the statement of the checkpoint after it.
+
+    LangGraph saves the input (``source: input``), then runs only ``__start__``, which passes it
+    on, and saves the result before any node runs: two commits back to back, the first a round
+    trip that every run waits for before its first node. Held back, it is stored in the second's
+    statement, before it (or on its own by :meth:`PooledSaver.release` when the graph stops
+    first). A crash in between loses no work: the run's next attempt finds no checkpoint of
+    its own and starts from its input again, as after a crash before the first save."""
+
+    row: dict[str, Any]
+    blobs: list[WriteRow]
+    events: Any
+    """The run's ``EVENTS_BARRIER_KEY`` function: a checkpoint is held for that run only."""
+
+
+@dataclass
+class LastWritten:
+    """The checkpoint a run stored last, as the stock saver reads it back: a run's graph reads
+    its thread's state when it stops (``aget_state``), and that is this checkpoint, with no
+    pending writes, unless a task wrote since (an interrupt: then the database is read). Not
+    kept for delta channels, which the stock saver rebuilds from their writes."""
+
+    events: Any
+    """The run's ``EVENTS_BARRIER_KEY`` function: answered to that run only."""
+    tuple: CheckpointTuple
+
+    @classmethod
+    def of(
+        cls, events: Any, saved: RunnableConfig, checkpoint: Checkpoint, row: dict[str, Any]
+    ) -> LastWritten | None:
+        """What a run's read of the checkpoint it just stored (``row``, named by ``saved``)
+        returns; None for a subgraph's, or one with delta channels."""
+        configurable = saved["configurable"]
+        if configurable["checkpoint_ns"] or any(
+            isinstance(v, _DeltaSnapshot) for v in checkpoint["channel_values"].values()
+        ):
+            return None
+        parent = row["parent_id"]
+        return cls(
+            events,
+            CheckpointTuple(
+                config=saved,
+                checkpoint=checkpoint,
+                metadata=row["metadata"].obj,
+                parent_config=(
+                    {"configurable": {**configurable, "checkpoint_id": parent}} if parent else None
+                ),
+                pending_writes=[],
+            ),
+        )

@@ -1,0 +1,57 @@
+"""A run's config as the service gives it to the checkpointer (``api.saver``), without the
+event log, and a graph with channels of every kind, for checkpointer tests."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, TypedDict
+
+from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from tests.utils.fan_out import fan_out
+
+
+class State(TypedDict, total=False):
+    notes: Annotated[list[str], operator.add]
+    count: int
+    label: str
+    extra: dict[str, Any]
+
+
+def channels_graph(saver: PooledSaver) -> Any:
+    """Channels of every kind: a list (a blob), an int and a str (inline), a dict set late."""
+
+    def fan(state: State) -> State:
+        return {"count": 1, "label": "started", "notes": ["start"]}
+
+    def work(call: dict[str, int]) -> State:
+        return {"notes": [f"work {call['i']}"]}
+
+    def join(state: State) -> State:
+        return {"count": state.get("count", 0) + 1, "extra": {"done": True}, "label": "ended"}
+
+    return fan_out(State, saver, fan=fan, work=work, join=join, calls=3)
+
+
+class NoEvents:
+    """A step's events when there are none (``api.store.event_writer.CheckpointEvents``)."""
+
+    def take(self) -> None:
+        return None
+
+    def stored(self) -> None:
+        pass
+
+
+@asynccontextmanager
+async def barrier() -> AsyncIterator[NoEvents]:
+    """A run's ``EVENTS_BARRIER_KEY`` function, with no events to take along."""
+    yield NoEvents()
+
+
+def served_config(thread_id: str, *, served: bool) -> Any:
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if served:
+        configurable[EVENTS_BARRIER_KEY] = barrier
+    return {"configurable": configurable}
