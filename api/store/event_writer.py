@@ -10,7 +10,8 @@ two transactions:
 - **its own**, when no checkpoint comes first: a flusher waits ``LINGER_SECONDS`` after an
   event (a step that is about to end takes it along), then stores what is queued; events that
   come while it writes gather behind it. A step that runs long (a tool, a model streaming) still
-  shows its events within that delay.
+  shows its events within that delay, and the first event a node emits while it runs
+  (``MID_STEP``) is stored without it.
 
 One batch is written at a time, in order (a lock), and streams get a batch only after its commit,
 so a client never sees an event that is not stored. Nothing is stored after a failed batch (the
@@ -42,6 +43,12 @@ from api.store.events import LostRun
 
 LINGER_SECONDS = 0.005
 """How long a queued event waits for a checkpoint to take it along before it is stored alone."""
+
+MID_STEP = frozenset({"custom", "messages"})
+"""Events a node emits while it runs (its writer's, a model's tokens), unlike the updates and
+values LangGraph emits as a step ends, just before its checkpoint takes them along. The first of
+an attempt does not wait ``LINGER_SECONDS``: what a client sees first of a run's work (a plan, a
+model's first token) comes as soon as it is stored, for one statement more per attempt."""
 
 T = TypeVar("T")
 
@@ -91,6 +98,8 @@ class Emitter:
         """Pending while queued events wait for a checkpoint to take them along."""
         self._failed: BaseException | None = None
         self._committed: Batch = []
+        self._shown = False
+        """Whether an event emitted during a step was stored at once yet (``MID_STEP``)."""
 
     async def prior_result(self, idempotency_key: str) -> PriorResult | None:
         async with self.pool.connection() as conn:
@@ -107,11 +116,16 @@ class Emitter:
             )
 
     async def emit(self, event: str, data: Any) -> None:
-        """Queue an event; it is stored (and then streamed) by the next group commit."""
+        """Queue an event; it is stored (and then streamed) by the next group commit. The
+        attempt's first event emitted during a step (``MID_STEP``) is stored at once."""
         self._raise_failure()
         self.seq += 1
         self._queued.append((self.seq, event, dumps(data)))
-        self._start_flusher()
+        if event in MID_STEP and not self._shown:
+            self._shown = True
+            self._flush_now()
+        else:
+            self._start_flusher()
 
     @asynccontextmanager
     async def with_checkpoint(self) -> AsyncIterator[CheckpointEvents]:

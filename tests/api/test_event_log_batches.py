@@ -27,7 +27,7 @@ from api.hub import Hub
 from api.lifecycle import open_service
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.schemas import RunCreate
-from api.store import events, runs, threads
+from api.store import event_writer, events, runs, threads
 from api.store.event_writer import Emitter
 from api.store.events import LostRun
 from eval.harness import ServerProcess, kill_strays
@@ -99,6 +99,33 @@ async def test_events_are_stored_in_batches_and_streamed_only_once_stored(
     # Each batch reached the stream after its commit, in order.
     assert trail == [(kind, seq) for _, seq in trail[::2] for kind in ("stored", "published")]
     assert [seq for seq, _, _ in waiter.buffer] == list(range(1, 61))
+
+
+async def test_the_first_event_a_node_emits_is_stored_without_waiting_for_the_delay(
+    runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a delay longer than the test, only the first ``custom`` event (a node's, while it
+    runs) is stored before the checkpoint or the attempt's end; an ``updates`` event, which a
+    step's checkpoint takes along, and later ``custom`` ones wait."""
+    monkeypatch.setattr(event_writer, "LINGER_SECONDS", 60.0)
+    run = await _claimed_run(runtime)
+    emitter = Emitter(runtime.pool, Hub(runtime.database.url), run["run_id"], 1, run["thread_id"])
+    await emitter.emit("metadata", {"run_id": run["run_id"], "attempt": 1})
+    await emitter.emit("updates", {"start": {}})
+    await asyncio.sleep(0.3)
+    assert await _stored(runtime, run["run_id"]) == []
+    await emitter.emit("custom", {"type": "plan"})
+    await emitter.emit("custom", {"type": "later"})  # queued behind the first one's write
+    for _ in range(100):
+        if await _stored(runtime, run["run_id"]):
+            break
+        await asyncio.sleep(0.01)
+    await emitter.emit("custom", {"type": "after it"})
+    await asyncio.sleep(0.3)
+    # The first custom event, with what was queued when its write began: not the last one.
+    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3, 4]
+    await emitter.close()
+    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3, 4, 5]
 
 
 async def test_a_writer_fenced_out_by_a_takeover_stores_nothing_more(runtime: Any) -> None:
