@@ -21,6 +21,9 @@ from bench.lgdev import find as find_langgraph
 from bench.lgdev import version_of
 from bench.throughput import runs_for
 
+DEFAULT_WORKERS = f"threadline {Settings.model_fields['workers'].default}, langgraph dev its own"
+"""What each server executes at once unless ``--workers`` says."""
+
 POOL_DEFAULT = int(Settings.model_fields["pool_max_size"].default)
 """The server's own pool size: the benchmark measures what a server started with its defaults
 does (the floor's pool gets the same size)."""
@@ -95,7 +98,12 @@ def parser() -> argparse.ArgumentParser:
         default=POOL_DEFAULT,
         help=f"connections per pool (default {POOL_DEFAULT}, the server's own default)",
     )
-    p.add_argument("--workers", type=int, help="THREADLINE_WORKERS (default: highest level)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="runs each server executes at once: THREADLINE_WORKERS, langgraph dev's "
+        "--n-jobs-per-worker (default: each server's own default)",
+    )
     p.add_argument(
         "--timeout",
         type=float,
@@ -164,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     levels = args.concurrency or ([1, 10] if args.quick else [1, 10, 50, 200])
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 5)
-    workers = args.workers or max(levels)
+    workers = args.workers
     sections = args.only
     scrub_environment()
     factory, loop_name = loop_factory(args.loop)
@@ -195,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
         "warmup": warmup,
         "pool_size": args.pool_size,
         "floor_saver": args.floor_saver,
-        "workers": workers,
+        "workers": workers if workers is not None else f"server defaults ({DEFAULT_WORKERS})",
         "loop": loop_name,
         "cpus": os.cpu_count(),
         "machine": platform.platform(),
@@ -366,7 +374,7 @@ def _instrumented_server(
     urls: dict[str, str],
     data_dir: Path,
     server_log: Path,
-    workers: int,
+    workers: int | None,
     out: Path,
     *,
     trace_sql: bool,
@@ -394,7 +402,7 @@ def profile(
     urls: dict[str, str],
     tmp: Path,
     server_log: Path,
-    workers: int,
+    workers: int | None,
     c: int,
     warmup: int,
 ) -> dict[str, Any]:
@@ -481,7 +489,7 @@ def trace_sql(
     urls: dict[str, str],
     tmp: Path,
     server_log: Path,
-    workers: int,
+    workers: int | None,
     warmup: int,
 ) -> dict[str, Any]:
     """Statements and pool checkouts per run, one run at a time (idle polling included)."""

@@ -74,7 +74,7 @@ class LangGraphDev(ManagedProcess):
 
     tail_lines = 20
 
-    def __init__(self, exe: Path, config: Path, *, jobs: int, log_path: Path) -> None:
+    def __init__(self, exe: Path, config: Path, *, jobs: int | None, log_path: Path) -> None:
         self.exe, self.config, self.log_path = exe, config, log_path
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -88,8 +88,7 @@ class LangGraphDev(ManagedProcess):
             str(self.port),
             "--config",
             str(config),
-            "--n-jobs-per-worker",
-            str(jobs),
+            *(["--n-jobs-per-worker", str(jobs)] if jobs is not None else []),
             "--server-log-level",
             "WARNING",
         ]

@@ -98,7 +98,7 @@ class Server(ManagedProcess):
         *,
         url: str,
         data_dir: Path,
-        workers: int,
+        workers: int | None,
         pool_size: int,
         log_path: Path,
         module: str = "cli",
@@ -111,7 +111,7 @@ class Server(ManagedProcess):
             **clean_env(),
             "DATABASE_URL": url,
             "THREADLINE_DATA_DIR": str(data_dir),
-            "THREADLINE_WORKERS": str(workers),
+            **({"THREADLINE_WORKERS": str(workers)} if workers is not None else {}),
             "THREADLINE_POOL_MAX_SIZE": str(pool_size),
             "THREADLINE_LOG_LEVEL": "warning",
             # The floor runs in this process with this environment's sandbox setting: the

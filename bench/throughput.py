@@ -41,7 +41,7 @@ class Context:
     runner: asyncio.Runner
     args: argparse.Namespace
     warmup: int
-    workers: int
+    workers: int | None
     urls: dict[str, str]
     names: dict[str, str]
     tmp: Path
