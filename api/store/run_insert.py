@@ -21,27 +21,9 @@ _NO_CHECKPOINT = (
 )
 
 
-async def insert(
-    conn: AsyncConnection[Any],
-    *,
-    thread_id: str,
-    assistant_id: str,
-    kwargs: dict[str, Any],
-    metadata: dict[str, Any],
-    multitask_strategy: str,
-    start: tuple[str, float] | None = None,
-) -> dict[str, Any]:
-    """:func:`send_insert`, then its row."""
-    inserted = await send_insert(
-        conn,
-        thread_id=thread_id,
-        assistant_id=assistant_id,
-        kwargs=kwargs,
-        metadata=metadata,
-        multitask_strategy=multitask_strategy,
-        start=start,
-    )
-    return await inserted.row()
+async def insert(conn: AsyncConnection[Any], **fields: Any) -> dict[str, Any]:
+    """:func:`send_insert` (with the same arguments), then its row."""
+    return await (await send_insert(conn, **fields)).row()
 
 
 @dataclass

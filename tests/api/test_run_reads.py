@@ -9,13 +9,12 @@ import uuid
 from typing import Any
 
 from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from api.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
 from api.saver import PooledSaver
 from api.store import runs, threads
-from tests.utils.served import State, channels_graph, served_config
+from tests.utils.served import State, channels_graph, one_node_graph, served_config
 
 
 async def _claimed_at_once(runtime: Any, thread_id: str) -> bool:
@@ -108,11 +107,7 @@ def _asking(saver: PooledSaver) -> Any:
     def ask(state: State) -> State:
         return {"label": str(interrupt({"question": "go on?"}))}
 
-    g = StateGraph(State)
-    g.add_node("ask", ask)
-    g.add_edge(START, "ask")
-    g.add_edge("ask", END)
-    return g.compile(checkpointer=saver)
+    return one_node_graph(State, saver, ask)
 
 
 async def test_a_run_whose_task_wrote_after_its_last_checkpoint_reads_the_database(

@@ -10,14 +10,13 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.graph import END, START, StateGraph
 
 from api.execution import Executor
 from api.hub import Hub
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from api.step_statement import TaskWrite, _json, resolve_writes
 from api.store import runs, threads
-from tests.utils.served import barrier, channels_graph, served_config
+from tests.utils.served import barrier, channels_graph, one_node_graph, served_config
 
 
 def _counter(version: Any) -> str:
@@ -120,11 +119,7 @@ class Items(TypedDict, total=False):
 def _refusing_graph(saver: PooledSaver) -> Any:
     """A graph whose reducer refuses the input: it fails in ``__start__``'s step, after LangGraph
     saved the input checkpoint and before any other."""
-    g = StateGraph(Items)
-    g.add_node("node", lambda _: {"items": ["node"]})
-    g.add_edge(START, "node")
-    g.add_edge("node", END)
-    return g.compile(checkpointer=saver)
+    return one_node_graph(Items, saver, lambda _: {"items": ["node"]})
 
 
 async def test_an_input_checkpoint_no_later_one_took_along_is_stored_when_the_run_stops(

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypedDict
 
+from langgraph.graph import END, START, StateGraph
+
 from api.saver import EVENTS_BARRIER_KEY, PooledSaver
 from tests.utils.fan_out import fan_out
 
@@ -55,3 +57,12 @@ def served_config(thread_id: str, *, served: bool) -> Any:
     if served:
         configurable[EVENTS_BARRIER_KEY] = barrier
     return {"configurable": configurable}
+
+
+def one_node_graph(state: type[Any], saver: PooledSaver, node: Any) -> Any:
+    """``START`` -> ``node`` -> ``END``, compiled on ``saver``."""
+    g = StateGraph(state)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    g.add_edge("node", END)
+    return g.compile(checkpointer=saver)
