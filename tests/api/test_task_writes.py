@@ -198,11 +198,14 @@ async def test_writes_taken_into_a_failed_checkpoint_are_not_stored_and_say_why(
 
 
 async def test_writes_of_a_checkpoint_cancelled_mid_write_are_reported_stored(
-    runtime: Any, database_url: str
+    runtime: Any, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run cancelled while its checkpoint's statement is under way (here waiting for a row
     lock): the statement still completes (``run_to_completion``), and the task that saved
     writes into it is told they are stored, not cancelled."""
+    # Taking the lock (a new connection) can outlast the usual delay: the writes would then be
+    # stored on their own before the checkpoint starts, and this would test nothing.
+    monkeypatch.setattr(task_writes, "LINGER_SECONDS", 30.0)
     saver = runtime.saver
     first = await _first_checkpoint(saver)
     thread_id = first["thread_id"]
