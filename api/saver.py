@@ -135,13 +135,9 @@ class PooledSaver(AsyncPostgresSaver):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config.get("configurable") or {}
+        latest = not configurable.get("checkpoint_ns") and not configurable.get("checkpoint_id")
         hint = configurable.get(NO_CHECKPOINT_KEY)
-        if (
-            isinstance(hint, NoCheckpointYet)
-            and not hint.used
-            and not configurable.get("checkpoint_ns")
-            and not configurable.get("checkpoint_id")
-        ):
+        if latest and isinstance(hint, NoCheckpointYet) and not hint.used:
             hint.used = True
             return None
         events = configurable.get(EVENTS_BARRIER_KEY)
@@ -150,12 +146,7 @@ class PooledSaver(AsyncPostgresSaver):
             if self.held:
                 await self.release(thread_id)
             last = self.written.get(thread_id)
-            if (
-                last is not None
-                and last.events is events
-                and not configurable.get("checkpoint_ns")
-                and not configurable.get("checkpoint_id")
-            ):
+            if latest and last is not None and last.events is events:
                 return last.tuple
         return await super().aget_tuple(config)
 

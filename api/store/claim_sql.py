@@ -25,6 +25,12 @@ def progress_mark(thread: str) -> str:
              WHERE c.thread_id = {thread} AND c.checkpoint_ns = '') l)"""
 
 
+def saved_nothing(mark: str) -> bool:
+    """Whether a :func:`progress_mark` says the thread has no checkpoint (its first part, the
+    latest checkpoint's id, is empty)."""
+    return mark.startswith("/")
+
+
 CLAIM = f"""
 WITH picked AS (
     SELECT r.run_id, r.thread_id FROM runs r

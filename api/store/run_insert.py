@@ -10,15 +10,10 @@ from typing import Any
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg.types.json import Jsonb
 
-from api.store.claim_sql import progress_mark
+from api.store.claim_sql import progress_mark, saved_nothing
 from api.store.rows import run_out
 
 RUNS_CHANNEL = "threadline_runs"
-
-_NO_CHECKPOINT = (
-    ", NOT EXISTS (SELECT 1 FROM checkpoints c"
-    " WHERE c.thread_id = %(thread)s AND c.checkpoint_ns = '') AS no_checkpoint"
-)
 
 
 async def insert(conn: AsyncConnection[Any], **fields: Any) -> dict[str, Any]:
@@ -39,7 +34,8 @@ class Inserted:
     async def row(self) -> dict[str, Any]:
         found = await self.cursor.fetchone()
         assert found is not None
-        self.no_checkpoint = bool(found.get("no_checkpoint"))
+        # A run claimed at once carries the thread's progress mark, read under its lock.
+        self.no_checkpoint = bool(found["progress"]) and saved_nothing(found["progress"])
         return run_out(found)
 
 
@@ -80,7 +76,7 @@ async def send_insert(
         "  metadata = metadata || %(label)s"
         "  WHERE thread_id = %(thread)s)"
         + " SELECT ins.*"
-        + (_NO_CHECKPOINT if start else ", pg_notify(%(channel)s, 'new')")
+        + ("" if start else ", pg_notify(%(channel)s, 'new')")
         + " FROM ins",
         {
             "label": Jsonb({"graph_id": assistant_id, "assistant_id": assistant_id}),
