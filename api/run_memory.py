@@ -1,15 +1,15 @@
 """What the checkpointer keeps of a running run between its calls (``api.saver``): the input
-checkpoint it holds back, the hint that the thread has none yet, the last checkpoint it stored.
-Each is the run's own (named by its ``EVENTS_BARRIER_KEY`` function, or carried in its config)
-and is dropped when the attempt ends (``PooledSaver.forget``)."""
+checkpoint and the one after it, held back; the hint that the thread has none yet; the last
+checkpoint it stored. Each is the run's own (named by its ``EVENTS_BARRIER_KEY`` function, or
+carried in its config) and is dropped when the attempt ends (``PooledSaver.forget``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from api.step_statement import WriteRow
@@ -31,19 +31,39 @@ class NoCheckpointYet:
 
 @dataclass
 class HeldCheckpoint:
-    """A run's input checkpoint, stored in the statement of the checkpoint after it.
+    """A run's input checkpoint and the one after it, stored with the run's next statement.
 
     LangGraph saves the input (``source: input``), then runs only ``__start__``, which passes it
-    on, and saves the result before any node runs: two commits back to back, the first a round
-    trip that every run waits for before its first node. Held back, it is stored in the second's
-    statement, before it (or on its own by :meth:`PooledSaver.release` when the graph stops
-    first). A crash in between loses no work: the run's next attempt finds no checkpoint of
-    its own and starts from its input again, as after a crash before the first save."""
+    on, and saves the result before any node runs: two commits back to back, round trips that
+    every run waits for before its first node. Both are held back and stored in the statement
+    of whatever the run stores next of its thread: its next checkpoint, a task's writes no
+    checkpoint took along in time (``api.task_writes``), or on their own by
+    :meth:`api.saver.PooledSaver.release` when the graph stops first or reads its thread.
+    Nothing of a node's is durable before them, and a crash in between loses no work: the
+    run's next attempt finds no checkpoint of its own and starts from its input again, as after
+    a crash before the first save. (Events may be stored before them: a node's first event is
+    shown at once, ``api.store.event_writer.MID_STEP``.)"""
 
     row: dict[str, Any]
     blobs: list[WriteRow]
+    """The blobs of this checkpoint and of those in ``earlier``."""
     events: Any
     """The run's ``EVENTS_BARRIER_KEY`` function: a checkpoint is held for that run only."""
+    earlier: list[dict[str, Any]] = field(default_factory=list)
+    """The held checkpoint before this one (the input), if any."""
+
+    def follows_input(self, row: dict[str, Any], metadata: CheckpointMetadata) -> bool:
+        """Whether ``row`` is the loop's checkpoint right after this held input checkpoint
+        (``__start__``'s), to be held with it."""
+        return (
+            not self.earlier
+            and metadata.get("source") == "loop"
+            and row["parent_id"] == self.row["checkpoint_id"]
+        )
+
+    def then(self, row: dict[str, Any], blobs: list[WriteRow]) -> HeldCheckpoint:
+        """This checkpoint and ``row`` after it, both held."""
+        return HeldCheckpoint(row, self.blobs + blobs, self.events, [*self.earlier, self.row])
 
 
 @dataclass

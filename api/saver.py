@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -58,11 +58,11 @@ class PooledSaver(AsyncPostgresSaver):
     def __init__(self, pool: Pool, *, concurrency: int) -> None:
         super().__init__(pool)
         self.lock = asyncio.Semaphore(concurrency)  # type: ignore[assignment]
-        self.writes = WriteBuffer(self._connection)
+        self.writes = WriteBuffer(self._connection, self._with_held)
         """Task writes waiting for their thread's next checkpoint (``api.task_writes``)."""
         self.held: dict[str, HeldCheckpoint] = {}
-        """Each thread's input checkpoint, held back until its next checkpoint's statement
-        (:class:`HeldCheckpoint`)."""
+        """Each running run's input checkpoint (and the one after it), held back until its
+        run's next statement (:class:`HeldCheckpoint`)."""
         self.written: dict[str, LastWritten] = {}
         """The last checkpoint each running run stored, while no write came after it
         (:class:`LastWritten`)."""
@@ -110,8 +110,15 @@ class PooledSaver(AsyncPostgresSaver):
             return await super().aput(config, checkpoint, metadata, new_versions)
         thread_id = str(configurable["thread_id"])
         row, blobs, saved = checkpoint_rows(self, config, checkpoint, metadata, new_versions)
-        if metadata.get("source") == "input" and configurable["checkpoint_ns"] == "":
+        held = self.held.get(thread_id)
+        if configurable["checkpoint_ns"]:
+            if held is not None:  # a subgraph's: the parent's held ones are stored first
+                await self.release(thread_id)
+        elif metadata.get("source") == "input":
             self.held[thread_id] = HeldCheckpoint(row, blobs, events)
+            return saved
+        elif held is not None and held.events is events and held.follows_input(row, metadata):
+            self.held[thread_id] = held.then(row, blobs)
             return saved
         # Taken before waiting for the events' lock and a connection: under load that wait
         # outlasts the delay, and the writes would go in a transaction of their own (waiting
@@ -123,15 +130,25 @@ class PooledSaver(AsyncPostgresSaver):
             self.written.pop(thread_id, None)
         return saved
 
-    async def release(self, thread_id: str) -> None:
-        """Store the checkpoint held back for ``thread_id``, if one is (no later checkpoint
-        took it along): called when a run's graph stops, before anything reads its state."""
+    async def release(self, thread_id: str, writes: PendingWrites | None = None) -> None:
+        """Store the checkpoints held back for ``thread_id``, if any are (no later statement
+        took them along), with the thread's task writes (``writes``, else those queued):
+        called when a run's graph stops, before anything reads its state."""
         held = self.held.pop(thread_id, None)
-        if held is not None:
-            self.written.pop(thread_id, None)
-            await self._write(
-                thread_id, held.events, self.writes.take(thread_id), held.row, held.blobs
-            )
+        if held is None:
+            if writes is not None:  # a checkpoint's statement took the held ones meanwhile
+                await self.writes.write_alone(writes)
+            return
+        self.written.pop(thread_id, None)
+        writes = writes or self.writes.take(thread_id)
+        await self._write(thread_id, held.events, writes, held.row, held.blobs, held)
+
+    def _with_held(self, thread_id: str) -> Callable[[PendingWrites], Awaitable[None]] | None:
+        """For task writes no checkpoint took along in time: the statement storing them with
+        their thread's held checkpoints, if it has any (``api.task_writes``)."""
+        if thread_id not in self.held:
+            return None
+        return lambda writes: self.release(thread_id, writes)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config.get("configurable") or {}
@@ -162,21 +179,25 @@ class PooledSaver(AsyncPostgresSaver):
         writes: PendingWrites | None,
         row: dict[str, Any],
         blobs: list[WriteRow],
+        held: HeldCheckpoint | None = None,
     ) -> None:
         """The statement storing a checkpoint (``api.step_statement``): the run's events and
-        the thread's task writes before it, and the checkpoint held back before it, if any."""
-        earlier = self.held.pop(thread_id, None)
-        if earlier is not None and earlier.events is not events:
-            earlier = None  # another run's, which stopped without storing it: not this run's
+        the thread's task writes before it, and the checkpoints held back before it (``held``
+        when it is the held one, else the thread's), if any."""
+        if held is None:
+            earlier = self.held.pop(thread_id, None)
+            if earlier is not None and earlier.events is events:
+                held = earlier.then(row, blobs)
+            # else: another run's, which stopped without storing them: not this run's
         sent = False
         try:
             async with events() as step, self._connection() as conn:
                 sql, params = step_statement(
                     events=step.take(),
                     writes=writes.rows if writes else [],
-                    blobs=earlier.blobs + blobs if earlier else blobs,
+                    blobs=held.blobs if held else blobs,
                     checkpoint=row,
-                    earlier=earlier.row if earlier else None,
+                    earlier=held.earlier if held else [],
                 )
                 sent = True
                 # Once sent, the statement runs to its end even when the run is cancelled

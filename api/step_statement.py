@@ -80,10 +80,12 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
 DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"""
 
 
-EARLIER = "earlier_"
-"""Prefix of the parameters of the checkpoint held back to go with the step's (``api.saver``)."""
+def _earlier(index: int) -> str:
+    """Prefix of the parameters of a checkpoint held back to go with the step's
+    (``api.saver``): the oldest is ``earlier0_``."""
+    return f"earlier{index}_"
 
-_EARLIER = f",\nearlier AS ({_checkpoint_insert(EARLIER)})"
+
 _CHECKPOINT = _checkpoint_insert("")
 
 _OWN = ("checkpoint_id", "parent_id", "checkpoint", "metadata")
@@ -153,12 +155,12 @@ def step_statement(
     writes: list[TaskWrite],
     blobs: list[WriteRow],
     checkpoint: dict[str, Any],
-    earlier: dict[str, Any] | None = None,
+    earlier: list[dict[str, Any]] | tuple[()] = (),
 ) -> tuple[str, dict[str, Any]]:
     """The statement and its parameters. ``checkpoint`` holds ``thread_id``, ``checkpoint_ns``,
     ``checkpoint_id``, ``parent_id``, ``checkpoint`` and ``metadata`` (``Jsonb``); ``earlier``,
-    the same of the checkpoint before it when that was held back (its blobs are in ``blobs``),
-    is stored in the same statement."""
+    the same of the checkpoints of its thread and namespace before it that were held back
+    (their blobs are in ``blobs``), are stored in the same statement."""
     params = {
         **checkpoint,
         **_write_params(writes),
@@ -167,9 +169,10 @@ def step_statement(
     sql = "WITH" + (_NO_EVENTS if events is None else FENCED_EVENTS_CTE) + _BODY
     if events is not None:
         params.update(events.params())
-    if earlier is not None:
-        sql += _EARLIER
-        params.update({EARLIER + k: v for k, v in earlier.items() if k in _OWN})
+    for index, held in enumerate(earlier):
+        prefix = _earlier(index)
+        sql += f",\nearlier{index} AS ({_checkpoint_insert(prefix)})"
+        params.update({prefix + k: v for k, v in held.items() if k in _OWN})
     return sql + _CHECKPOINT, params
 
 

@@ -9,7 +9,8 @@ task's writes to a :class:`WriteBuffer` instead:
   handed to the saver (before it waits for a connection): they are written in its transaction,
   before it, in its one statement (:meth:`WriteBuffer.take`, ``api.step_statement``);
 - otherwise they are written on their own when the delay is over, together with every other
-  write of the thread that came meanwhile (the parallel tasks of one step): one statement.
+  write of the thread that came meanwhile (the parallel tasks of one step): one statement,
+  which also stores the checkpoints the run holds back, if any (``api.run_memory``).
 
 ``aput_writes`` returns once its writes are committed, either way, so what waits for them
 (LangGraph's background executor at the end of a run, a checkpoint after delta-channel writes)
@@ -23,7 +24,7 @@ call before its result can be checkpointed, and a repeat returns the recorded re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -61,12 +62,17 @@ class PendingWrites:
 Connect = Callable[[], AbstractAsyncContextManager[AsyncConnection[Any]]]
 """Opens a connection for writes stored on their own (the saver's lock, then the pool)."""
 
+WithHeld = Callable[[str], Callable[[PendingWrites], Awaitable[None]] | None]
+"""For a thread, the statement that stores its writes with the checkpoints its run holds back
+(``api.run_memory.HeldCheckpoint``), or None when it holds none."""
+
 
 class WriteBuffer:
     """The task writes of each thread not stored yet (one saver's, in one process)."""
 
-    def __init__(self, connect: Connect) -> None:
+    def __init__(self, connect: Connect, with_held: WithHeld) -> None:
         self._connect = connect
+        self._with_held = with_held
         self._pending: dict[str, PendingWrites] = {}
         self._writing: set[asyncio.Task[None]] = set()
 
@@ -95,16 +101,34 @@ class WriteBuffer:
     def store_alone(self, pending: PendingWrites) -> None:
         """Store taken writes in a statement of their own (the checkpoint that took them
         could not send its statement)."""
-        task = asyncio.create_task(self._write_alone(pending), name="task-writes")
+        self._spawn(self.write_alone(pending))
+
+    def _spawn(self, write: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(write, name="task-writes")
         self._writing.add(task)
         task.add_done_callback(self._writing.discard)
 
     def _linger_over(self, thread_id: str) -> None:
         pending = self.take(thread_id)
-        if pending is not None:
+        if pending is None:
+            return
+        with_held = self._with_held(thread_id)
+        if with_held is None:
             self.store_alone(pending)
+        else:  # the run's held checkpoints go first, in the same statement
+            self._spawn(self._write_with_held(with_held, pending))
 
-    async def _write_alone(self, pending: PendingWrites) -> None:
+    @staticmethod
+    async def _write_with_held(
+        write: Callable[[PendingWrites], Awaitable[None]], pending: PendingWrites
+    ) -> None:
+        try:
+            await write(pending)
+        except Exception as err:  # the callers get it from aput_writes (if not told already)
+            pending.failed(err)
+
+    async def write_alone(self, pending: PendingWrites) -> None:
+        """Store taken writes in a statement of their own; their callers get the outcome."""
         try:
             async with self._connect() as conn:
                 sql, params = writes_statement(pending.rows)

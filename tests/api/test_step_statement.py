@@ -6,17 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
-import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
-from api.execution import Executor
-from api.hub import Hub
-from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.saver import EVENTS_BARRIER_KEY
 from api.step_statement import TaskWrite, _json, resolve_writes
-from api.store import runs, threads
-from tests.utils.served import barrier, channels_graph, one_node_graph, served_config
+from tests.utils.served import barrier, channels_graph, served_config
 
 
 def _counter(version: Any) -> str:
@@ -84,76 +80,6 @@ async def test_a_served_run_stores_the_rows_the_stock_statements_store(runtime: 
     stock_history = [s async for s in graph.aget_state_history(served_config(stock, served=False))]
     assert [s.values for s in history] == [s.values for s in stock_history]
     assert [s.next for s in history] == [s.next for s in stock_history]
-
-
-async def test_a_runs_input_checkpoint_is_stored_by_the_statement_of_the_next(
-    runtime: Any,
-) -> None:
-    """LangGraph saves the input, then (after ``__start__`` passed it on) the loop's first
-    checkpoint: the first is held back and stored in the second's statement, before it."""
-    saver, thread_id = runtime.saver, str(uuid.uuid4())
-    config = served_config(thread_id, served=True)
-    config["configurable"]["checkpoint_ns"] = ""
-    first = await saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
-    assert (await _rows(runtime, thread_id))["checkpoints"] == []
-    then = {"configurable": {**first["configurable"], EVENTS_BARRIER_KEY: barrier}}
-    await saver.aput(then, empty_checkpoint(), {"source": "loop", "step": 0}, {})
-    stored = (await _rows(runtime, thread_id))["checkpoints"]
-    assert [(c[0], c[-1]["source"], c[-1]["step"]) for c in stored] == [
-        (True, "input", -1),
-        (False, "loop", 0),
-    ]
-    assert saver.held == {}
-
-
-def _checked(old: list[str], new: list[str]) -> list[str]:
-    if "refused" in new:
-        raise ValueError("this input is refused")
-    return old + new
-
-
-class Items(TypedDict, total=False):
-    items: Annotated[list[str], _checked]
-
-
-def _refusing_graph(saver: PooledSaver) -> Any:
-    """A graph whose reducer refuses the input: it fails in ``__start__``'s step, after LangGraph
-    saved the input checkpoint and before any other."""
-    return one_node_graph(Items, saver, lambda _: {"items": ["node"]})
-
-
-async def test_an_input_checkpoint_no_later_one_took_along_is_stored_when_the_run_stops(
-    runtime: Any,
-) -> None:
-    """A served run that fails right after its input: its thread's history has the input
-    checkpoint the stock saver stores for the same graph and input."""
-    graph = runtime.graphs["refusing"] = _refusing_graph(runtime.saver)
-    served, stock = str(uuid.uuid4()), str(uuid.uuid4())
-    async with runtime.pool.connection() as conn:
-        await threads.create(conn, served, {}, None)
-        await runs.insert(
-            conn,
-            thread_id=served,
-            assistant_id="refusing",
-            kwargs={"input": {"items": ["refused"]}, "stream_mode": ["updates"]},
-            metadata={},
-            multitask_strategy="reject",
-        )
-        [(run, last_seq)] = await runs.claim(conn, "test", 30.0)
-    await Executor(runtime, Hub(runtime.database.url)).execute(run, last_seq)
-    with pytest.raises(ValueError, match="refused"):
-        await graph.ainvoke({"items": ["refused"]}, served_config(stock, served=False))
-    histories = []
-    for thread_id in (served, stock):
-        history = [
-            s async for s in graph.aget_state_history(served_config(thread_id, served=False))
-        ]
-        histories.append([(s.metadata["source"], s.values, s.next) for s in history])
-    assert histories[0] == histories[1] == [("input", {"items": []}, ("__start__",))]
-    async with runtime.pool.connection() as conn:
-        ended = await runs.by_id(conn, run["run_id"])
-    assert ended is not None and ended["status"] == "error"
-    assert runtime.saver.held == {}
 
 
 async def test_repeated_writes_in_one_statement_store_what_one_by_one_would(
