@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -58,7 +58,7 @@ class PooledSaver(AsyncPostgresSaver):
     def __init__(self, pool: Pool, *, concurrency: int) -> None:
         super().__init__(pool)
         self.lock = asyncio.Semaphore(concurrency)  # type: ignore[assignment]
-        self.writes = WriteBuffer(self._connection, self._with_held)
+        self.writes = WriteBuffer(self._connection, self.release)
         """Task writes waiting for their thread's next checkpoint (``api.task_writes``)."""
         self.held: dict[str, HeldCheckpoint] = {}
         """Each running run's input checkpoint (and the one after it), held back until its
@@ -133,22 +133,16 @@ class PooledSaver(AsyncPostgresSaver):
     async def release(self, thread_id: str, writes: PendingWrites | None = None) -> None:
         """Store the checkpoints held back for ``thread_id``, if any are (no later statement
         took them along), with the thread's task writes (``writes``, else those queued):
-        called when a run's graph stops, before anything reads its state."""
+        called when a run's graph stops, before anything reads its state, and for task writes
+        no checkpoint took along in time (``api.task_writes``), which go alone if none are."""
         held = self.held.pop(thread_id, None)
         if held is None:
-            if writes is not None:  # a checkpoint's statement took the held ones meanwhile
+            if writes is not None:  # none held, or a checkpoint's statement took them meanwhile
                 await self.writes.write_alone(writes)
             return
         self.written.pop(thread_id, None)
         writes = writes or self.writes.take(thread_id)
         await self._write(thread_id, held.events, writes, held.row, held.blobs, held)
-
-    def _with_held(self, thread_id: str) -> Callable[[PendingWrites], Awaitable[None]] | None:
-        """For task writes no checkpoint took along in time: the statement storing them with
-        their thread's held checkpoints, if it has any (``api.task_writes``)."""
-        if thread_id not in self.held:
-            return None
-        return lambda writes: self.release(thread_id, writes)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config.get("configurable") or {}

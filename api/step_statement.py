@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,7 +156,7 @@ def step_statement(
     writes: list[TaskWrite],
     blobs: list[WriteRow],
     checkpoint: dict[str, Any],
-    earlier: list[dict[str, Any]] | tuple[()] = (),
+    earlier: Sequence[dict[str, Any]] = (),
 ) -> tuple[str, dict[str, Any]]:
     """The statement and its parameters. ``checkpoint`` holds ``thread_id``, ``checkpoint_ns``,
     ``checkpoint_id``, ``parent_id``, ``checkpoint`` and ``metadata`` (``Jsonb``); ``earlier``,

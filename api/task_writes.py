@@ -62,17 +62,18 @@ class PendingWrites:
 Connect = Callable[[], AbstractAsyncContextManager[AsyncConnection[Any]]]
 """Opens a connection for writes stored on their own (the saver's lock, then the pool)."""
 
-WithHeld = Callable[[str], Callable[[PendingWrites], Awaitable[None]] | None]
-"""For a thread, the statement that stores its writes with the checkpoints its run holds back
-(``api.run_memory.HeldCheckpoint``), or None when it holds none."""
+Flush = Callable[[str, PendingWrites], Awaitable[None]]
+"""Stores a thread's writes whose delay is over: with the checkpoints its run holds back
+(``api.run_memory.HeldCheckpoint``), or on their own (:meth:`WriteBuffer.write_alone`) when
+it holds none (``api.saver.PooledSaver.release``)."""
 
 
 class WriteBuffer:
     """The task writes of each thread not stored yet (one saver's, in one process)."""
 
-    def __init__(self, connect: Connect, with_held: WithHeld) -> None:
+    def __init__(self, connect: Connect, flush: Flush) -> None:
         self._connect = connect
-        self._with_held = with_held
+        self._flush = flush
         self._pending: dict[str, PendingWrites] = {}
         self._writing: set[asyncio.Task[None]] = set()
 
@@ -110,20 +111,12 @@ class WriteBuffer:
 
     def _linger_over(self, thread_id: str) -> None:
         pending = self.take(thread_id)
-        if pending is None:
-            return
-        with_held = self._with_held(thread_id)
-        if with_held is None:
-            self.store_alone(pending)
-        else:  # the run's held checkpoints go first, in the same statement
-            self._spawn(self._write_with_held(with_held, pending))
+        if pending is not None:
+            self._spawn(self._flushed(thread_id, pending))
 
-    @staticmethod
-    async def _write_with_held(
-        write: Callable[[PendingWrites], Awaitable[None]], pending: PendingWrites
-    ) -> None:
+    async def _flushed(self, thread_id: str, pending: PendingWrites) -> None:
         try:
-            await write(pending)
+            await self._flush(thread_id, pending)
         except Exception as err:  # the callers get it from aput_writes (if not told already)
             pending.failed(err)
 
