@@ -22,6 +22,15 @@ from api.store.runs import RUNS_CHANNEL
 
 logger = logging.getLogger(__name__)
 
+LISTENER_NAME = "threadline-hub"
+"""``application_name`` of every process's listening connection: how a hub finds the others."""
+PEERS_SECONDS = 1.0
+"""How often the listener looks for other processes' listeners (:attr:`Hub.peers`)."""
+OTHER_LISTENERS = (
+    "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()"
+    " AND application_name = %s AND pid <> pg_backend_pid()) AS found"
+)
+
 
 class Subscription(asyncio.Event):
     """Set when a run gets new events. Events stored by this process arrive in ``buffer`` too
@@ -45,6 +54,13 @@ class Hub:
         self.on_cancel: Callable[[str], None] | None = None
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
+        self.peers = True
+        """Whether another process listens on this database (a replica, a terminal run's
+        in-process server): only then do stored events need a notification, as this process's
+        own streams take them from :meth:`publish`. Looked up every ``PEERS_SECONDS``, and True
+        while unknown. A process that starts listening is seen within that time; a stream of
+        it that missed a notification meanwhile finds the events on its next read (at most
+        ``api.sse.POLL_SECONDS`` later), as after any lost notification."""
 
     def subscribe(self, run_id: str) -> Subscription:
         """Set when ``run_id`` gets new events; pair with :meth:`unsubscribe`."""
@@ -112,7 +128,11 @@ class Hub:
         delay = 0.2
         while True:
             try:
-                kwargs: dict[str, Any] = {**connection_kwargs(), "prepare_threshold": None}
+                kwargs: dict[str, Any] = {
+                    **connection_kwargs(),
+                    "prepare_threshold": None,
+                    "application_name": LISTENER_NAME,
+                }
                 async with await AsyncConnection.connect(self.url, **kwargs) as conn:
                     await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
                     await conn.execute(f"LISTEN {RUNS_CHANNEL}")
@@ -122,11 +142,18 @@ class Hub:
                     self.runs_changed.set()
                     for run_id in list(self._run_waiters):
                         self.wake_run(run_id)
-                    async for note in conn.notifies():
-                        self._dispatch(note.channel, note.payload)
+                    while True:
+                        found = await (
+                            await conn.execute(OTHER_LISTENERS, (LISTENER_NAME,))
+                        ).fetchone()
+                        self.peers = bool(found and found["found"])
+                        # Notifications that arrive during the look-up wait in psycopg's backlog.
+                        async for note in conn.notifies(timeout=PEERS_SECONDS):
+                            self._dispatch(note.channel, note.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as err:
+                self.peers = True
                 self.connected.clear()
                 logger.warning("notification listener lost its connection (%s); retrying", err)
                 await asyncio.sleep(delay)

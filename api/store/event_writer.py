@@ -75,7 +75,7 @@ class CheckpointEvents:
             return None
         emitter.hub.expect_local(emitter.run_id, self.batch[-1][0])
         self.started = time.perf_counter()
-        return events.EventRows(emitter.run_id, emitter.attempt, self.batch)
+        return events.EventRows(emitter.run_id, emitter.attempt, self.batch, emitter.hub.peers)
 
     def stored(self) -> None:
         """The statement carrying them succeeded."""
@@ -180,7 +180,7 @@ class Emitter:
             self.seq += 1
             batch, self._queued = [*self._queued, (self.seq, event, dumps(data))], []
             self.hub.expect_local(self.run_id, batch[-1][0])
-            result = await store(events.EventRows(self.run_id, self.attempt, batch))
+            result = await store(events.EventRows(self.run_id, self.attempt, batch, self.hub.peers))
             self._committed = batch
             return result
 
@@ -247,5 +247,5 @@ class Emitter:
         # Before the insert: its notification may come back before this process publishes it.
         self.hub.expect_local(self.run_id, batch[-1][0])
         started = time.perf_counter()
-        await events.append_batch(conn, self.run_id, self.attempt, batch)
+        await events.append_batch(conn, self.run_id, self.attempt, batch, notify=self.hub.peers)
         metrics.observe_event_batch(len(batch), time.perf_counter() - started)

@@ -24,9 +24,10 @@ events AS (
 took the run over) stores none of it."""
 
 _COUNTED = """
-    CASE WHEN c.n > 0 THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
+    CASE WHEN c.n > 0 AND %(notify)s THEN pg_notify(%(channel)s, %(run)s::text || ':' || c.last) END
     FROM (SELECT count(*) AS n, max(seq) AS last FROM events) c"""
-"""One notification for the whole batch, naming its last event."""
+"""One notification for the whole batch, naming its last event, when another process listens
+(:attr:`EventRows.notify`)."""
 
 APPEND_BATCH = f"WITH{_INSERT}\nSELECT c.n,{_COUNTED}"
 """The caller reads how many events were stored: fewer than the batch's means fenced out."""
@@ -50,10 +51,16 @@ class EventRows:
     run_id: str
     attempt: int
     batch: list[tuple[int, str, str]]
+    notify: bool = True
+    """Whether the batch's commit notifies: only another process's streams need it (this
+    process's get the batch from memory, ``api.hub.Hub.publish``). A notifying commit takes
+    PostgreSQL's one lock on the notification queue and holds it through the commit's flush, so
+    concurrent runs' steps would wait for each other there (``api.hub.Hub.peers``)."""
 
     def params(self) -> dict[str, Any]:
-        """``run``, ``attempt``, ``expected``, ``channel``, and ``events``: a JSON array of
-        ``[seq, event, data]`` (each event's data is JSON already, and goes in as it is)."""
+        """``run``, ``attempt``, ``expected``, ``channel``, ``notify`` and ``events``: a JSON
+        array of ``[seq, event, data]`` (each event's data is JSON already, and goes in as it
+        is)."""
         rows = ",".join(
             f"[{seq},{orjson.dumps(event).decode()},{data}]" for seq, event, data in self.batch
         )
@@ -62,6 +69,7 @@ class EventRows:
             "attempt": self.attempt,
             "expected": len(self.batch),
             "channel": EVENTS_CHANNEL,
+            "notify": self.notify,
             "events": f"[{rows}]",
         }
 
@@ -71,11 +79,17 @@ class LostRun(Exception):
 
 
 async def append_batch(
-    conn: AsyncConnection[Any], run_id: str, attempt: int, batch: list[tuple[int, str, str]]
+    conn: AsyncConnection[Any],
+    run_id: str,
+    attempt: int,
+    batch: list[tuple[int, str, str]],
+    *,
+    notify: bool = True,
 ) -> None:
-    """Store events ``(seq, event, data JSON)`` and notify listeners once; raises LostRun when
-    fenced out (then nothing of the batch is stored)."""
-    cur = await conn.execute(APPEND_BATCH, EventRows(run_id, attempt, batch).params())
+    """Store events ``(seq, event, data JSON)`` and notify listeners once (``notify``: see
+    :attr:`EventRows.notify`); raises LostRun when fenced out (then nothing of the batch is
+    stored)."""
+    cur = await conn.execute(APPEND_BATCH, EventRows(run_id, attempt, batch, notify).params())
     row = await cur.fetchone()
     if row is None or row["n"] != len(batch):
         raise LostRun(run_id)

@@ -70,9 +70,9 @@ async def test_events_are_stored_in_batches_and_streamed_only_once_stored(
     trail: list[tuple[str, int]] = []
     real_append = events.append_batch
 
-    async def append_batch(conn: Any, run_id: str, attempt: int, batch: Any) -> None:
+    async def append_batch(conn: Any, run_id: str, attempt: int, batch: Any, **kw: Any) -> None:
         await asyncio.sleep(0.02)  # a write takes a while: what comes meanwhile waits for it
-        await real_append(conn, run_id, attempt, batch)
+        await real_append(conn, run_id, attempt, batch, **kw)
         trail.append(("stored", batch[-1][0]))
 
     real_publish = hub.publish
@@ -164,9 +164,9 @@ async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
         await real_emit(self, event, data)
         emitted.append(self.seq)
 
-    async def slow_append(conn: Any, run_id: str, attempt: int, batch: Any) -> None:
+    async def slow_append(conn: Any, run_id: str, attempt: int, batch: Any, **kw: Any) -> None:
         await asyncio.sleep(0.15)
-        await real_append(conn, run_id, attempt, batch)
+        await real_append(conn, run_id, attempt, batch, **kw)
 
     async def count_committed() -> int:
         async with runtime.pool.connection() as conn:

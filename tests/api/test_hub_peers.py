@@ -1,0 +1,142 @@
+"""Event notifications only where another process listens (``api.hub.Hub.peers``).
+
+A process's own streams take the events it stores from memory; a notification is for the other
+processes' streams (replicas on the same database). A notifying commit takes PostgreSQL's one
+lock on the notification queue, so a process that is alone stores its events without one, and a
+second process is noticed within ``PEERS_SECONDS``: then its streams are woken at once again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+from api.hub import PEERS_SECONDS, Hub
+from api.store import events, runs, threads
+from api.store.event_writer import Emitter
+from eval.harness import ServerProcess
+from tests.utils.runs import MODES, start_run
+from tests.utils.tasks import counter
+
+
+async def _until(check: Callable[[], bool], within: float) -> bool:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def test_a_hub_sees_the_other_processes_listeners_come_and_go(database_url: str) -> None:
+    a, b = Hub(database_url), Hub(database_url)
+    await a.start()
+    try:
+        assert a.peers, "unknown until the first look-up: notify"
+        assert await _until(lambda: not a.peers, 3 * PEERS_SECONDS), "alone, yet peers"
+        # A plain LISTEN (not a threadline process) does not count.
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as other:
+            await other.execute(f"LISTEN {events.EVENTS_CHANNEL}")
+            await asyncio.sleep(2 * PEERS_SECONDS)
+            assert not a.peers
+        await b.start()
+        try:
+            assert await _until(lambda: a.peers and b.peers, 3 * PEERS_SECONDS)
+        finally:
+            await b.stop()
+        assert await _until(lambda: not a.peers, 3 * PEERS_SECONDS), "B left, yet peers"
+    finally:
+        await a.stop()
+
+
+async def _claimed_run(runtime: Any) -> dict[str, Any]:
+    thread_id = str(uuid.uuid4())
+    async with runtime.pool.connection() as conn:
+        await threads.create(conn, thread_id, {}, None)
+        await runs.insert(
+            conn,
+            thread_id=thread_id,
+            assistant_id="agent",
+            kwargs={},
+            metadata={},
+            multitask_strategy="reject",
+        )
+        [(run, _)] = await runs.claim(conn, "test", 30.0)
+    return run
+
+
+async def test_stored_events_notify_only_while_another_process_listens(runtime: Any) -> None:
+    run = await _claimed_run(runtime)
+    hub = Hub(runtime.database.url)  # not started: ``peers`` is set by hand
+    emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+    url = runtime.database.url
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as listener:
+        await listener.execute(f"LISTEN {events.EVENTS_CHANNEL}")
+
+        async def heard() -> list[str]:
+            return [n.payload async for n in listener.notifies(timeout=0.5)]
+
+        hub.peers = False
+        await emitter.emit("custom", {"i": 1})
+        await emitter.barrier()
+        assert await heard() == []
+
+        hub.peers = True
+        await emitter.emit("custom", {"i": 2})
+        await emitter.barrier()
+        assert await heard() == [f"{run['run_id']}:2"]
+    # Both batches are stored either way.
+    async with runtime.pool.connection() as conn:
+        assert await events.last_seq(conn, run["run_id"]) == 2
+
+
+async def test_a_replica_streams_another_replicas_run_live(
+    database_url: str, tmp_path: Path, make_server: Callable[..., ServerProcess]
+) -> None:
+    """A run executed by A, streamed through B: each event reaches B's client well within the
+    stream's poll (2 s), so A's commits notified B (A saw B's listener)."""
+    data = tmp_path / "data"
+    a = make_server(database_url, data, name="a")
+    b = make_server(database_url, data, name="b")
+    await asyncio.gather(asyncio.to_thread(a.start), asyncio.to_thread(b.start))
+    await asyncio.sleep(3 * PEERS_SECONDS)  # each has looked the other up since
+    tid, rid = await start_run(
+        a, {"assistant_id": "agent", "input": counter(6, 0.3), "stream_mode": MODES}
+    )
+    arrived: dict[int, float] = {}
+    async with (
+        httpx.AsyncClient(timeout=60) as http,
+        http.stream(
+            "GET",
+            f"{b.url}/threads/{tid}/runs/{rid}/stream",
+            headers={"Last-Event-ID": "-1"},
+        ) as resp,
+    ):
+        assert resp.status_code == 200
+        seq = 0
+        async for line in resp.aiter_lines():
+            if line.startswith("id:"):
+                seq = int(line[3:])
+            elif line == "" and seq and seq not in arrived:
+                arrived[seq] = time.time()
+    with psycopg.connect(database_url) as conn:
+        stored = dict(
+            conn.execute(
+                "SELECT seq, extract(epoch FROM created_at) FROM run_events WHERE run_id = %s",
+                (rid,),
+            ).fetchall()
+        )
+    assert set(arrived) == set(stored)
+    # Events the stream replayed from its first read were stored before it connected.
+    live = [arrived[s] - float(stored[s]) for s in stored if arrived[s] - float(stored[s]) > 0]
+    assert len(live) >= 10, (len(live), len(stored))
+    # Through the poll alone, an event would wait 1 s on average (0 to 2 s).
+    assert statistics.median(live) < 0.4, sorted(live)
