@@ -96,6 +96,18 @@ class Hub:
             waiter.stale = True
             waiter.set()
 
+    def executing(self, run_id: str, last_seq: int) -> None:
+        """This process starts an attempt of ``run_id``, whose stored events end at
+        ``last_seq``: it stores (and publishes) every later one itself."""
+        self._local_seq[run_id] = max(last_seq, self._local_seq.get(run_id, 0))
+
+    def stored_nothing_after(self, run_id: str, seq: int) -> bool:
+        """Whether ``run_id`` is executing here and has stored, or begun to store, no event
+        after ``seq``. Its events after ``seq`` then all reach a subscription made now through
+        :meth:`publish`, and a stream need not read the table first."""
+        known = self._local_seq.get(run_id)
+        return known is not None and known <= seq
+
     def expect_local(self, run_id: str, seq: int) -> None:
         """This process is storing event ``seq`` of ``run_id`` and will publish it itself."""
         self._local_seq[run_id] = max(seq, self._local_seq.get(run_id, 0))

@@ -50,9 +50,12 @@ async def run_events(
     translator = MessagesTranslator(modes) if derives(modes) else None
     last = after
     first = True
-    resumed_past_end = after > 0  # checked on the first read only
-    read = True  # the table is read first, then whenever the buffer cannot serve
     waiter = hub.subscribe(run_id)  # before the first read: nothing published meanwhile is lost
+    # The table is read first, then whenever the buffer cannot serve; not first when this
+    # process executes the run and stored nothing after ``after`` yet (a run this request just
+    # started): everything after it comes to ``waiter`` (a gap in it still sends us to the table).
+    read = not hub.stored_nothing_after(run_id, after)
+    resumed_past_end = after > 0 and read  # checked on the first read only
     try:
         while True:
             waiter.clear()

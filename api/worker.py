@@ -239,6 +239,7 @@ class Workers:
         """Execute an attempt this worker holds (claimed, or committed as claimed), in a slot
         already taken."""
         attempt_claimed(run)
+        self.hub.executing(run["run_id"], last_seq)
         execution = Execution(run=run, last_seq=last_seq)
         self.active[run["run_id"]] = execution
         execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])

@@ -33,24 +33,8 @@ from api.store.events import LostRun
 from eval.harness import ServerProcess, kill_strays
 from tests.api.conftest import FAST
 from tests.utils.locks import cancel_while_it_waits
+from tests.utils.runs import claimed_run
 from tests.utils.tasks import counter
-
-
-async def _claimed_run(runtime: Any) -> dict[str, Any]:
-    """A run of a new thread, claimed (running, attempt 1) by a worker called ``test``."""
-    thread_id = str(uuid.uuid4())
-    async with runtime.pool.connection() as conn:
-        await threads.create(conn, thread_id, {}, None)
-        await runs.insert(
-            conn,
-            thread_id=thread_id,
-            assistant_id="agent",
-            kwargs={},
-            metadata={},
-            multitask_strategy="reject",
-        )
-        [(run, _)] = await runs.claim(conn, "test", 30.0)
-    return run
 
 
 async def _stored(runtime: Any, run_id: str) -> list[dict[str, Any]]:
@@ -65,7 +49,7 @@ async def _stored(runtime: Any, run_id: str) -> list[dict[str, Any]]:
 async def test_events_are_stored_in_batches_and_streamed_only_once_stored(
     runtime: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = await _claimed_run(runtime)
+    run = await claimed_run(runtime)
     hub = Hub(runtime.database.url)
     trail: list[tuple[str, int]] = []
     real_append = events.append_batch
@@ -108,7 +92,7 @@ async def test_the_first_event_a_node_emits_is_stored_without_waiting_for_the_de
     runs) is stored before the checkpoint or the attempt's end; an ``updates`` event, which a
     step's checkpoint takes along, and later ``custom`` ones wait."""
     monkeypatch.setattr(event_writer, "LINGER_SECONDS", 60.0)
-    run = await _claimed_run(runtime)
+    run = await claimed_run(runtime)
     emitter = Emitter(runtime.pool, Hub(runtime.database.url), run["run_id"], 1, run["thread_id"])
     await emitter.emit("metadata", {"run_id": run["run_id"], "attempt": 1})
     await emitter.emit("updates", {"start": {}})
@@ -129,7 +113,7 @@ async def test_the_first_event_a_node_emits_is_stored_without_waiting_for_the_de
 
 
 async def test_a_writer_fenced_out_by_a_takeover_stores_nothing_more(runtime: Any) -> None:
-    run = await _claimed_run(runtime)
+    run = await claimed_run(runtime)
     emitter = Emitter(
         runtime.pool, Hub(runtime.database.url), run["run_id"], run["attempt"], run["thread_id"]
     )
@@ -264,7 +248,7 @@ async def test_a_checkpoint_carrying_events_of_a_fenced_out_attempt_is_not_writt
     """The checkpoint's statement reads nothing back: when another worker took the run over,
     the fence fails the statement. Neither the events nor the checkpoint are stored, and the
     writer says LostRun (then and afterwards)."""
-    run = await _claimed_run(runtime)
+    run = await claimed_run(runtime)
     emitter = Emitter(
         runtime.pool, Hub(runtime.database.url), run["run_id"], run["attempt"], run["thread_id"]
     )
@@ -304,7 +288,7 @@ async def test_events_stored_by_a_checkpoint_cancelled_mid_write_are_streamed_on
     """A run cancelled while its checkpoint's statement (carrying events) waits: the statement
     completes, and its events are published to streams, not queued to be stored a second
     time (which would fail the writer on a duplicate sequence number)."""
-    run = await _claimed_run(runtime)
+    run = await claimed_run(runtime)
     hub = Hub(runtime.database.url)
     waiter = hub.subscribe(run["run_id"])
     emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
@@ -346,7 +330,7 @@ async def test_a_checkpoint_cancelled_mid_write_completes_before_the_cancellatio
 async def test_the_end_of_a_fenced_out_attempt_writes_nothing(runtime: Any) -> None:
     """The run's last statement (end event, run status, thread status) is fenced too: an
     attempt that lost its run gets LostRun, and neither the end nor the statuses change."""
-    run = await _claimed_run(runtime)
+    run = await claimed_run(runtime)
     hub = Hub(runtime.database.url)
     emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
     async with runtime.pool.connection() as conn:  # another worker took the run over
@@ -369,7 +353,7 @@ async def test_a_runs_end_leaves_its_thread_idle_or_busy_behind_a_queued_run(run
     hub = Hub(runtime.database.url)
     statuses = []
     for queued in (False, True):
-        run = await _claimed_run(runtime)
+        run = await claimed_run(runtime)
         if queued:
             async with runtime.pool.connection() as conn:
                 await runs.insert(

@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
 import httpx
 from langgraph_sdk import get_client
 
+from api.store import runs, threads
 from eval.harness import ServerProcess, SSEEvent, StreamFollower, read_sse
 
 MODES = ["updates", "custom"]
@@ -28,6 +30,24 @@ async def sdk_client(url: str, **kwargs: Any) -> AsyncIterator[Any]:
     unions a test indexes freely."""
     async with get_client(url=url, **kwargs) as client:
         yield client
+
+
+async def claimed_run(runtime: Any) -> dict[str, Any]:
+    """A run of a new thread, claimed (running, attempt 1) by a worker called ``test``, made
+    straight in ``runtime``'s database: for driving the event writer without a server."""
+    thread_id = str(uuid.uuid4())
+    async with runtime.pool.connection() as conn:
+        await threads.create(conn, thread_id, {}, None)
+        await runs.insert(
+            conn,
+            thread_id=thread_id,
+            assistant_id="agent",
+            kwargs={},
+            metadata={},
+            multitask_strategy="reject",
+        )
+        [(run, _)] = await runs.claim(conn, "test", 30.0)
+    return run
 
 
 async def new_thread(http: httpx.AsyncClient, **body: Any) -> str:

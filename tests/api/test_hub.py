@@ -1,9 +1,11 @@
-"""Event notifications only where another process listens (``api.hub.Hub.peers``).
+"""What the hub spares: notifications nobody else needs, and a stream's first read.
 
 A process's own streams take the events it stores from memory; a notification is for the other
 processes' streams (replicas on the same database). A notifying commit takes PostgreSQL's one
-lock on the notification queue, so a process that is alone stores its events without one, and a
-second process is noticed within ``PEERS_SECONDS``: then its streams are woken at once again.
+lock on the notification queue, so a process that is alone stores its events without one
+(``api.hub.Hub.peers``), and a second process is noticed within ``PEERS_SECONDS``: then its
+streams are woken at once again. A stream of a run this process executes and has stored nothing
+of yet (one a request just started) reads nothing back: every event comes from memory.
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ from typing import Any
 
 import httpx
 import psycopg
+import pytest
 
 from api.hub import PEERS_SECONDS, Hub
-from api.store import events, runs, threads
+from api.lifecycle import open_service
+from api.schemas import RunCreate
+from api.settings import Settings
+from api.sse import run_events
+from api.store import events
 from api.store.event_writer import Emitter
 from eval.harness import ServerProcess
-from tests.utils.runs import MODES, start_run
+from tests.utils.runs import MODES, claimed_run, start_run
 from tests.utils.tasks import counter
 
 
@@ -38,9 +45,9 @@ async def _until(check: Callable[[], bool], within: float) -> bool:
 
 async def test_a_hub_sees_the_other_processes_listeners_come_and_go(database_url: str) -> None:
     a, b = Hub(database_url), Hub(database_url)
+    assert a.peers, "unknown until the first look-up: notify"
     await a.start()
     try:
-        assert a.peers, "unknown until the first look-up: notify"
         assert await _until(lambda: not a.peers, 3 * PEERS_SECONDS), "alone, yet peers"
         # A plain LISTEN (not a threadline process) does not count.
         async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as other:
@@ -57,24 +64,8 @@ async def test_a_hub_sees_the_other_processes_listeners_come_and_go(database_url
         await a.stop()
 
 
-async def _claimed_run(runtime: Any) -> dict[str, Any]:
-    thread_id = str(uuid.uuid4())
-    async with runtime.pool.connection() as conn:
-        await threads.create(conn, thread_id, {}, None)
-        await runs.insert(
-            conn,
-            thread_id=thread_id,
-            assistant_id="agent",
-            kwargs={},
-            metadata={},
-            multitask_strategy="reject",
-        )
-        [(run, _)] = await runs.claim(conn, "test", 30.0)
-    return run
-
-
 async def test_stored_events_notify_only_while_another_process_listens(runtime: Any) -> None:
-    run = await _claimed_run(runtime)
+    run = await claimed_run(runtime)
     hub = Hub(runtime.database.url)  # not started: ``peers`` is set by hand
     emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
     url = runtime.database.url
@@ -140,3 +131,43 @@ async def test_a_replica_streams_another_replicas_run_live(
     assert len(live) >= 10, (len(live), len(stored))
     # Through the poll alone, an event would wait 1 s on average (0 to 2 s).
     assert statistics.median(live) < 0.4, sorted(live)
+
+
+def _ids(frames: list[bytes]) -> list[int]:
+    text = b"".join(frames).decode()
+    return [int(line[3:]) for line in text.splitlines() if line.startswith("id:")]
+
+
+async def test_a_stream_of_a_run_started_here_reads_nothing_back(
+    settings: Settings, runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[int] = []
+    real_read = events.read
+
+    async def read(conn: Any, run_id: str, after: int) -> list[dict[str, Any]]:
+        reads.append(after)
+        return await real_read(conn, run_id, after)
+
+    monkeypatch.setattr(events, "read", read)
+    modes = ["updates", "custom"]
+    async with open_service(settings, runtime=runtime) as svc:
+        run = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=counter(3), if_not_exists="create"),
+        )
+        assert svc.hub.stored_nothing_after(run["run_id"], 0), "not started here at once"
+        live = [f async for f in run_events(svc.pool, svc.hub, run["run_id"], after=0, modes=modes)]
+        assert reads == [], "the live stream read the table"
+        # Each event once, in order (those of the modes asked for), metadata first, end last.
+        seen = _ids(live)
+        assert seen == sorted(set(seen)) and len(seen) > 10, seen
+        assert b"event: metadata" in live[0] and b"event: end" in live[-1]
+        # Once the run is over here, a stream reads the table, and finds the same events.
+        async with runtime.pool.connection() as conn:
+            stored = await events.last_seq(conn, run["run_id"])
+        assert not svc.hub.stored_nothing_after(run["run_id"], 0)
+        again = [
+            f async for f in run_events(svc.pool, svc.hub, run["run_id"], after=0, modes=modes)
+        ]
+        assert reads == [0] and b"".join(again) == b"".join(live)
+        assert _ids(again)[-1] == stored
