@@ -14,6 +14,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection
 
 from api.database import connection_kwargs
@@ -155,10 +156,7 @@ class Hub:
                     for run_id in list(self._run_waiters):
                         self.wake_run(run_id)
                     while True:
-                        found = await (
-                            await conn.execute(OTHER_LISTENERS, (LISTENER_NAME,))
-                        ).fetchone()
-                        self.peers = bool(found and found["found"])
+                        self.peers = await _others_listen(conn)
                         # Notifications that arrive during the look-up wait in psycopg's backlog.
                         async for note in conn.notifies(timeout=PEERS_SECONDS):
                             self._dispatch(note.channel, note.payload)
@@ -170,3 +168,14 @@ class Hub:
                 logger.warning("notification listener lost its connection (%s); retrying", err)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
+
+
+async def _others_listen(conn: AsyncConnection[Any]) -> bool:
+    """Whether another process's listener is connected to this database (True when the look-up
+    fails: notifying is always correct, only slower; a lost connection shows in ``notifies``)."""
+    try:
+        found = await (await conn.execute(OTHER_LISTENERS, (LISTENER_NAME,))).fetchone()
+    except psycopg.Error as err:
+        logger.debug("could not look up other listeners (%s); notifying", err)
+        return True
+    return bool(found and found["found"])
