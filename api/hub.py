@@ -100,7 +100,7 @@ class Hub:
     def executing(self, run_id: str, last_seq: int) -> None:
         """This process starts an attempt of ``run_id``, whose stored events end at
         ``last_seq``: it stores (and publishes) every later one itself."""
-        self._local_seq[run_id] = max(last_seq, self._local_seq.get(run_id, 0))
+        self.expect_local(run_id, last_seq)
 
     def stored_nothing_after(self, run_id: str, seq: int) -> bool:
         """Whether ``run_id`` is executing here and has stored, or begun to store, no event
