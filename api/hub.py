@@ -2,7 +2,10 @@
 
 Events and runs live in tables; notifications only say "look again". A stream that misses one
 (the listener reconnecting, say) still finds everything on its next read, which also happens on
-a short poll, so a lost notification costs latency, never an event.
+a short poll, so a lost notification costs latency, never an event. The listener polls for every
+stream of the process that waits on a run executing elsewhere, in one statement a second
+(:meth:`Hub.poll`), and wakes those whose run has more events, or is gone; a stream reads the
+table on a timer of its own only while there is no listener to poll for it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import psycopg
 from psycopg import AsyncConnection
 
 from api.database import connection_kwargs
-from api.store.events import EVENTS_CHANNEL
+from api.store.events import EVENTS_CHANNEL, last_seqs
 from api.store.runs import RUNS_CHANNEL
 
 logger = logging.getLogger(__name__)
@@ -26,7 +29,14 @@ logger = logging.getLogger(__name__)
 LISTENER_NAME = "threadline-hub"
 """``application_name`` of every process's listening connection: how a hub finds the others."""
 PEERS_SECONDS = 1.0
-"""How often the listener looks for other processes' listeners (:attr:`Hub.peers`)."""
+"""How often the listener looks for other processes' listeners (:attr:`Hub.peers`) and polls
+for the streams waiting on runs executing elsewhere (:meth:`Hub.poll`)."""
+STREAM_POLL_SECONDS = 2.0
+"""How long a stream waits for a wake-up before it reads the table itself, while this process's
+listener is not connected (:meth:`Hub.wait_seconds`)."""
+FALLBACK_SECONDS = 30.0
+"""The same while the listener is connected: it polls for the stream every ``PEERS_SECONDS``,
+and this only bounds the wait should a wake-up still be missed."""
 OTHER_LISTENERS = (
     "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()"
     " AND application_name = %s AND pid <> pg_backend_pid()) AS found"
@@ -38,10 +48,16 @@ class Subscription(asyncio.Event):
     (after their commit), so a local stream need not read them back; ``stale`` says a
     notification from another process came, which only a read of the table can serve."""
 
-    def __init__(self) -> None:
+    def __init__(self, last: int | None = None) -> None:
         super().__init__()
         self.buffer: deque[tuple[int, str, str]] = deque()
         self.stale = False
+        self.last = last
+        """The last event its reader has, kept up to date by it: the hub's poll wakes it when
+        the table holds more (None: not polled for; the reader reads on a timer of its own)."""
+        self.gone = False
+        """Set by the hub's poll when the run is no longer in the table (a rollback removed
+        it)."""
 
 
 class Hub:
@@ -60,12 +76,14 @@ class Hub:
         in-process server): only then do stored events need a notification, as this process's
         own streams take them from :meth:`publish`. Looked up every ``PEERS_SECONDS``, and True
         while unknown. A process that starts listening is seen within that time; a stream of
-        it that missed a notification meanwhile finds the events on its next read (at most
-        ``api.sse.POLL_SECONDS`` later), as after any lost notification."""
+        it that missed a notification meanwhile is woken by that process's next poll (at most
+        ``PEERS_SECONDS`` later, :meth:`poll`), as after any lost notification."""
 
-    def subscribe(self, run_id: str) -> Subscription:
-        """Set when ``run_id`` gets new events; pair with :meth:`unsubscribe`."""
-        waiter = Subscription()
+    def subscribe(self, run_id: str, last: int | None = None) -> Subscription:
+        """Set when ``run_id`` gets new events; pair with :meth:`unsubscribe`. ``last``: the
+        reader has the events up to it, and keeps ``Subscription.last`` up to date; the hub's
+        poll then wakes it (:meth:`poll`)."""
+        waiter = Subscription(last)
         self._run_waiters[run_id].add(waiter)
         return waiter
 
@@ -113,6 +131,44 @@ class Hub:
         """This process is storing event ``seq`` of ``run_id`` and will publish it itself."""
         self._local_seq[run_id] = max(seq, self._local_seq.get(run_id, 0))
 
+    def wait_seconds(self) -> float:
+        """How long a stream waits for a wake-up before it reads the table itself."""
+        return FALLBACK_SECONDS if self.connected.is_set() else STREAM_POLL_SECONDS
+
+    async def poll(self, conn: AsyncConnection[Any]) -> None:
+        """Wake the subscriptions of runs not executing here whose run has events after what
+        their reader has (as a notification would), or is gone: one statement for all of them.
+        A notification lost (one sent while the listener reconnected, or by a process that did
+        not know this one listens yet) costs at most ``PEERS_SECONDS``. Runs executing here
+        need none: their events come through :meth:`publish`. If the look-up fails, every
+        waiting reader is sent to the table."""
+        watched = [
+            run_id
+            for run_id, waiters in self._run_waiters.items()
+            if run_id not in self._local_seq and any(w.last is not None for w in waiters)
+        ]
+        if not watched:
+            return
+        try:
+            found: dict[str, int] | None = await last_seqs(conn, watched)
+        except psycopg.Error as err:
+            logger.debug("could not poll for waiting streams (%s); they read themselves", err)
+            found = None
+        for run_id in watched:
+            seq = None if found is None else found.get(run_id)
+            for waiter in list(self._run_waiters.get(run_id, ())):
+                if waiter.last is None:
+                    continue
+                if found is None:
+                    waiter.stale = True
+                elif seq is None:
+                    waiter.gone = True
+                elif seq > waiter.last:
+                    waiter.stale = True
+                else:
+                    continue
+                waiter.set()
+
     def forget_run(self, run_id: str) -> None:
         """The run ended here: stop remembering its sequence numbers."""
         self._local_seq.pop(run_id, None)
@@ -157,6 +213,7 @@ class Hub:
                         self.wake_run(run_id)
                     while True:
                         self.peers = await _others_listen(conn)
+                        await self.poll(conn)
                         # Notifications that arrive during the look-up wait in psycopg's backlog.
                         async for note in conn.notifies(timeout=PEERS_SECONDS):
                             self._dispatch(note.channel, note.payload)

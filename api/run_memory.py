@@ -21,9 +21,10 @@ NO_CHECKPOINT_KEY = "__threadline_no_checkpoint"
 @dataclass
 class NoCheckpointYet:
     """A run's thread had no checkpoint when the run was committed, claimed at once by the
-    process that executes it: LangGraph's first read of the thread, as its loop starts, is
-    answered (nothing) without a query. Nothing saves one in between: another run on the thread
-    waits for this one, and updating or copying its state is refused while a run is active.
+    process that executes it, or when its first attempt was claimed from the queue: LangGraph's
+    first read of the thread, as its loop starts, is answered (nothing) without a query.
+    Nothing saves one in between: another run on the thread waits for this one, and updating or
+    copying its state is refused while a run is active (pending or running).
     Answered once; any later read goes to the database."""
 
     used: bool = False

@@ -17,8 +17,6 @@ from api.store import events, runs
 from api.stream_modes import event_names
 
 HEARTBEAT_SECONDS = 5.0
-POLL_SECONDS = 2.0
-"""Re-read even without a notification, so a lost one costs at most this much latency."""
 CONTROL_EVENTS = {"metadata", "error", "end"}
 RETRY_MS = 1000
 """Sent with the first event: browsers reconnect after 1 s instead of their default 3 s."""
@@ -50,7 +48,8 @@ async def run_events(
     translator = MessagesTranslator(modes) if derives(modes) else None
     last = after
     first = True
-    waiter = hub.subscribe(run_id)  # before the first read: nothing published meanwhile is lost
+    # Before the first read: nothing published meanwhile is lost.
+    waiter = hub.subscribe(run_id, last=after)
     # The table is read first, then whenever the buffer cannot serve; not first when this
     # process executes the run and stored nothing after ``after`` yet (a run this request just
     # started): everything after it comes to ``waiter`` (a gap in it still sends us to the table).
@@ -77,7 +76,7 @@ async def run_events(
             frames: list[bytes] = []
             ended = False
             for row in rows:
-                last = row["seq"]
+                last = waiter.last = row["seq"]
                 if translator is not None and row["event"] == "messages":
                     for event, data in translator.feed(row["data"]):
                         frames.append(_frame(data, event, row["seq"], first))
@@ -94,10 +93,14 @@ async def run_events(
                 return
             if not rows:
                 try:
-                    async with asyncio.timeout(POLL_SECONDS):  # no task per wait, as wait_for
+                    # No task per wait, as wait_for. The hub polls for a run executing
+                    # elsewhere (``Hub.poll``): a lost notification costs latency, never an event.
+                    async with asyncio.timeout(hub.wait_seconds()):
                         await waiter.wait()
                 except TimeoutError:
-                    read = True  # a lost notification costs this much latency, never an event
+                    read = waiter.gone = True
+                if waiter.gone:
+                    waiter.gone = False
                     async with pool.connection() as conn:
                         if await runs.by_id(conn, run_id) is None:
                             return  # removed (a rollback): nothing more will come

@@ -132,6 +132,18 @@ async def last_seq(conn: AsyncConnection[Any], run_id: str) -> int:
     return int(row["seq"]) if row else 0
 
 
+async def last_seqs(conn: AsyncConnection[Any], run_ids: list[str]) -> dict[str, int]:
+    """Of ``run_ids``, the runs that exist, each with its last stored sequence number (0: no
+    event yet); one statement for all of them."""
+    cur = await conn.execute(
+        "SELECT r.run_id::text AS run_id,"
+        " (SELECT coalesce(max(e.seq), 0) FROM run_events e WHERE e.run_id = r.run_id) AS seq"
+        " FROM runs r WHERE r.run_id = ANY(%s)",
+        ([uuid.UUID(r) for r in run_ids],),
+    )
+    return {row["run_id"]: int(row["seq"]) for row in await cur.fetchall()}
+
+
 async def read(
     conn: AsyncConnection[Any], run_id: str, after: int, limit: int = 500
 ) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from api.store import threads
-from api.store.claim_sql import CLAIM, progress_mark
+from api.store.claim_sql import CLAIM, progress_mark, saved_nothing
 from api.store.rows import run_out
 
 # Queueing a run is in api.store.run_insert; callers know it as part of the run queue.
@@ -74,7 +74,10 @@ async def claim(
     ``executing``: the runs the claiming process is executing, never taken again by it.
 
     Each run also says ``stalled_attempts``: how many attempts in a row before this one ended
-    without saving anything (see :func:`progress_mark`)."""
+    without saving anything (see :func:`progress_mark`), and ``no_checkpoint``: it is the run's
+    first attempt and its thread had no checkpoint when it was claimed (the mark, read in the
+    claim's statement), as a run committed as claimed says (``api.run_memory.NoCheckpointYet``).
+    A later attempt reads the thread: the one before may have saved meanwhile."""
     cur = await conn.execute(
         CLAIM,
         {
@@ -87,7 +90,14 @@ async def claim(
     rows = await cur.fetchall()
     return sorted(
         (
-            ({**run_out(r), "stalled_attempts": r["stalled_attempts"]}, int(r["last_seq"]))
+            (
+                {
+                    **run_out(r),
+                    "stalled_attempts": r["stalled_attempts"],
+                    "no_checkpoint": r["attempt"] == 1 and saved_nothing(r["progress"]),
+                },
+                int(r["last_seq"]),
+            )
             for r in rows
         ),
         key=lambda p: p[0]["created_at"],

@@ -22,12 +22,12 @@ import httpx
 import psycopg
 import pytest
 
-from api.hub import PEERS_SECONDS, Hub
+from api.hub import PEERS_SECONDS, STREAM_POLL_SECONDS, Hub
 from api.lifecycle import open_service
 from api.schemas import RunCreate
 from api.settings import Settings
 from api.sse import run_events
-from api.store import events
+from api.store import events, runs
 from api.store.event_writer import Emitter
 from eval.harness import ServerProcess
 from tests.utils.runs import MODES, claimed_run, start_run
@@ -172,3 +172,80 @@ async def test_a_stream_of_a_run_started_here_reads_nothing_back(
         ]
         assert reads == [0] and b"".join(again) == b"".join(live)
         assert _ids(again)[-1] == stored
+
+
+async def test_streams_waiting_on_a_run_executing_elsewhere_are_polled_for_by_the_hub(
+    runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While its listener is connected, a process polls for all such streams in one statement
+    a second: a stream reads the table once to start, then only when the hub says its run has
+    more (here events stored with no notification, as by a process that did not know this one
+    listens yet), and it ends when its run is removed (a rollback)."""
+    reads: list[int] = []
+    checks: list[str] = []
+    real_read, real_by_id = events.read, runs.by_id
+
+    async def read(conn: Any, run_id: str, after: int) -> list[dict[str, Any]]:
+        reads.append(after)
+        return await real_read(conn, run_id, after)
+
+    async def by_id(conn: Any, run_id: str) -> Any:
+        checks.append(run_id)
+        return await real_by_id(conn, run_id)
+
+    monkeypatch.setattr(events, "read", read)
+    monkeypatch.setattr(runs, "by_id", by_id)
+    run = await claimed_run(runtime)  # held by a worker of no process here: "elsewhere"
+    hub = Hub(runtime.database.url)
+    await hub.start()
+    arrived: list[tuple[float, bytes]] = []
+
+    async def follow() -> None:
+        stream = run_events(runtime.pool, hub, run["run_id"], after=0, modes=["custom"])
+        async for frames in stream:
+            arrived.append((time.monotonic(), frames))
+
+    follower = asyncio.create_task(follow())
+    try:
+        # Longer than a stream's own timer (it would have read twice and checked its run twice).
+        await asyncio.sleep(2.5 * STREAM_POLL_SECONDS)
+        assert (reads, checks, arrived) == ([0], [], [])
+        elsewhere = Hub(runtime.database.url)  # not started: it notifies nobody
+        elsewhere.peers = False
+        emitter = Emitter(runtime.pool, elsewhere, run["run_id"], run["attempt"], run["thread_id"])
+        await emitter.emit("custom", {"n": 1})
+        await emitter.barrier()
+        stored = time.monotonic()
+        assert await _until(lambda: bool(arrived), 3 * PEERS_SECONDS), "never woken"
+        assert arrived[0][0] - stored < 2 * PEERS_SECONDS + 0.5
+        assert b'"n":1' in arrived[0][1] and reads == [0, 0]
+        async with runtime.pool.connection() as conn:
+            await conn.execute("DELETE FROM runs WHERE run_id = %s", (run["run_id"],))
+        await asyncio.wait_for(follower, timeout=3 * PEERS_SECONDS)
+        assert checks == [run["run_id"]]
+    finally:
+        follower.cancel()
+        await asyncio.gather(follower, return_exceptions=True)
+        await hub.stop()
+
+
+async def test_without_its_listener_a_stream_reads_on_a_timer_of_its_own(runtime: Any) -> None:
+    """A hub not connected (never started here) polls for nobody: the stream's own timer finds
+    events stored with no notification."""
+    run = await claimed_run(runtime)
+    hub = Hub(runtime.database.url)
+    assert hub.wait_seconds() == STREAM_POLL_SECONDS
+    stream = run_events(runtime.pool, hub, run["run_id"], after=0, modes=["custom"])
+    first = asyncio.ensure_future(anext(stream))
+    try:
+        await asyncio.sleep(0.3)  # its first read found nothing: it waits
+        elsewhere = Hub(runtime.database.url)
+        elsewhere.peers = False
+        emitter = Emitter(runtime.pool, elsewhere, run["run_id"], run["attempt"], run["thread_id"])
+        await emitter.emit("custom", {"n": 1})
+        await emitter.barrier()
+        frames = await asyncio.wait_for(first, timeout=STREAM_POLL_SECONDS + 1.5)
+        assert b'"n":1' in frames
+    finally:
+        first.cancel()
+        await stream.aclose()

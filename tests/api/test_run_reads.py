@@ -1,7 +1,7 @@
-"""What a run reads of its own thread (``api.run_memory``): a run claimed at once on a thread
-with no checkpoint skips LangGraph's first read of it, a run on a thread with one reads it; the
-read of its state when it stops is answered with the checkpoint it stored last, as the database
-would answer it, unless a task wrote since."""
+"""What a run reads of its own thread (``api.run_memory``): a run claimed at once, or a first
+attempt claimed from the queue, on a thread with no checkpoint skips LangGraph's first read of
+it, a run on a thread with one reads it; the read of its state when it stops is answered with
+the checkpoint it stored last, as the database would answer it, unless a task wrote since."""
 
 from __future__ import annotations
 
@@ -43,6 +43,54 @@ async def test_a_run_claimed_at_once_says_whether_its_thread_has_a_checkpoint(
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     await runtime.saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
     assert await _claimed_at_once(runtime, thread_id) is False
+
+
+async def _claimed_from_the_queue(runtime: Any, thread_id: str) -> dict[str, Any]:
+    async with runtime.pool.connection() as conn:
+        await runs.insert(
+            conn,
+            thread_id=thread_id,
+            assistant_id="agent",
+            kwargs={},
+            metadata={},
+            multitask_strategy="reject",
+        )
+        [(run, _)] = await runs.claim(conn, "test", 30.0)
+    return run
+
+
+async def _ended(runtime: Any, run: dict[str, Any]) -> None:
+    async with runtime.pool.connection() as conn:
+        await conn.execute("UPDATE runs SET status = 'success' WHERE run_id = %s", (run["run_id"],))
+
+
+async def test_a_first_attempt_claimed_from_the_queue_says_whether_its_thread_has_a_checkpoint(
+    runtime: Any,
+) -> None:
+    """Read in the claim's statement; a later attempt always reads the thread, since the one
+    before it may have saved a checkpoint."""
+    thread_id = str(uuid.uuid4())
+    async with runtime.pool.connection() as conn:
+        await threads.create(conn, thread_id, {}, None)
+    first = await _claimed_from_the_queue(runtime, thread_id)
+    assert (first["attempt"], first["no_checkpoint"]) == (1, True)
+    async with runtime.pool.connection() as conn:  # its lease runs out: the next claim takes it
+        await conn.execute(
+            "UPDATE runs SET lease_until = now() - interval '1 second' WHERE run_id = %s",
+            (first["run_id"],),
+        )
+        [(again, _)] = await runs.claim(conn, "test", 30.0)
+    assert (again["run_id"], again["attempt"], again["no_checkpoint"]) == (
+        first["run_id"],
+        2,
+        False,
+    )
+    await _ended(runtime, again)
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    await runtime.saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
+    later = await _claimed_from_the_queue(runtime, thread_id)
+    assert (later["attempt"], later["no_checkpoint"]) == (1, False)
+    await _ended(runtime, later)
 
 
 async def test_the_hint_answers_the_first_read_of_the_root_namespace_only(runtime: Any) -> None:
