@@ -1,5 +1,7 @@
 """Queueing a run: the caller's access, the graph's checks, the answers a resume gives, and the
 one transaction that checks for active runs, creates the thread if asked, and inserts the run.
+A plain new run reads its thread in that transaction's first round trip, under the thread's
+lock, and is checked there; a resume, a fork and a run that cancels others read it first.
 """
 
 from __future__ import annotations
@@ -8,12 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from api.adapters import RunRequest, check_private_config
 from api.auth.context import caller
 from api.database import pipelined_transaction
-from api.errors import Conflict, Invalid, NotFound
+from api.errors import Conflict, NotFound
+from api.run_checks import (
+    Checked,
+    ReadFirst,
+    check_request,
+    check_visible,
+    reads_first,
+    visible_for_run,
+)
 from api.run_events import end_event
-from api.run_options import breakpoints, start_checkpoint
 from api.schemas import RunCreate
 from api.store import audit, events, runs, threads
 
@@ -38,6 +46,7 @@ async def create_run(
     threadless: bool = False,
     _stopped: list[str] | None = None,
     _tries: int = 0,
+    _read_first: bool = False,
 ) -> dict[str, Any]:
     """Validate, then queue the run in one transaction with the check for active runs.
 
@@ -48,36 +57,13 @@ async def create_run(
     """
     svc.graph(body.assistant_id)
     user, actor = caller(), svc.actor()
-    found = await _visible_for_run(svc, thread_id, body)
-    exists = found is not None
-    kwargs = {
-        "input": body.input,
-        "command": body.command.model_dump(exclude_none=True) if body.command else None,
-        "config": body.config or {},
-        "stream_mode": body.modes(),
-        "on_disconnect": body.on_disconnect,
-    }
-    if threadless:
-        kwargs["on_completion"] = body.on_completion  # api.ephemeral removes the thread
-    for key in ("interrupt_before", "interrupt_after"):
-        if (nodes := breakpoints(svc, body, key)) is not None:
-            kwargs[key] = nodes
-    if start := await start_checkpoint(svc, thread_id, body, exists):
-        kwargs["checkpoint"] = start
-    if svc.access.enabled:
-        kwargs["auth_user"] = user.as_dict()
-    try:
-        orjson.dumps(kwargs)
-    except TypeError as err:
-        raise Invalid(f"the run's input must be JSON: {err}") from None
-    check_private_config(body.config)
-    adapter = svc.runtime.adapter(body.assistant_id)
-    superseded = await adapter.check_run(_run_request(svc, thread_id, body, kwargs, found))
-    answers: dict[str, Any] = {}
-    if body.command and body.command.resume is not None:
-        answers = await svc.check_resume(thread_id, body.assistant_id, body.command.resume)
+    read_first = _read_first or reads_first(body)
+    checked: Checked | None = None
+    if read_first:
+        found = await visible_for_run(svc, thread_id, body)
+        checked = await check_request(svc, thread_id, body, found, threadless=threadless)
     stopped = list(_stopped or [])
-    if exists and body.multitask_strategy in ("interrupt", "rollback"):
+    if checked and checked.thread and body.multitask_strategy in ("interrupt", "rollback"):
         async with svc.pool.connection() as conn:
             for run_id in await runs.active_ids(conn, thread_id, uncancelled=True):
                 if cancelled := await _cancel(conn, run_id):
@@ -85,12 +71,22 @@ async def create_run(
     reserved: tuple[str, float] | None = None
     try:
         async with svc.pool.connection() as conn:
-            # Pipelined: BEGIN goes with the lock, and the insert with the COMMIT (its row is
-            # read after it): two round trips, and one more for each approval a run closes.
+            # Pipelined: BEGIN goes with the lock (and the thread's read), and the insert with the
+            # COMMIT (its row is read after it): two round trips, and one more for each approval
+            # a run closes.
             async with pipelined_transaction(conn):
-                active = await runs.lock_thread(conn, thread_id)
+                if checked is None:
+                    found, active = await runs.lock_and_read_thread(conn, thread_id)
+                    if found is not None:
+                        await check_visible(svc, thread_id, body, found)
+                    checked = await check_request(
+                        svc, thread_id, body, found, threadless=threadless, in_transaction=True
+                    )
+                else:
+                    active = await runs.lock_thread(conn, thread_id)
+                kwargs = checked.kwargs
                 if active is None:
-                    if exists or body.if_not_exists != "create":
+                    if checked.thread is not None or body.if_not_exists != "create":
                         raise NotFound(
                             f"No thread {thread_id!r}. Create it with POST /threads, or send "
                             '"if_not_exists": "create".'
@@ -104,10 +100,10 @@ async def create_run(
                 # Nothing else active on the thread (its lock is held): this process starts the run
                 # itself when it has a free slot, without a claim, a notification or a queue.
                 idle = not active
-                if answers:
+                if checked.answers:
                     # Before the active-run check: a concurrent second answer would otherwise be
                     # told to wait for (or enqueue behind) the run its twin just started.
-                    await _refuse_answered(conn, thread_id, list(answers))
+                    await _refuse_answered(conn, thread_id, list(checked.answers))
                 if body.multitask_strategy in ("interrupt", "rollback"):
                     # Cancelled (above, through the usual machinery) before this transaction; the
                     # claim starts the new run only once they stopped (one run per thread, oldest
@@ -141,7 +137,7 @@ async def create_run(
                     multitask_strategy=body.multitask_strategy,
                     start=reserved,
                 )
-                for interrupt_id, closing in superseded.items():
+                for interrupt_id, closing in checked.superseded.items():
                     # A new message closes the pending approvals as rejected; the agent gives the
                     # model a tool message for each. Already answered (a racing resume): kept.
                     await audit.record_decision(
@@ -152,7 +148,7 @@ async def create_run(
                         inserted.run_id,
                         actor,
                     )
-                for interrupt_id, answer in answers.items():
+                for interrupt_id, answer in checked.answers.items():
                     if not await audit.record_decision(
                         conn, thread_id, interrupt_id, answer, inserted.run_id, actor
                     ):
@@ -166,6 +162,11 @@ async def create_run(
             # Not committed, or not known to be (cancelled in the COMMIT): a committed run keeps
             # a lease nobody renews, and another claim takes it when that expires (attempt 2).
             svc.workers.unreserve()
+        if isinstance(err, ReadFirst):
+            # Nothing was written: check the run on a read of its own, before the transaction.
+            return await create_run(
+                svc, thread_id, body, threadless=threadless, _tries=_tries, _read_first=True
+            )
         if not isinstance(err, _CancelFirst):
             raise
         # A run was queued meanwhile (a racing interrupt or rollback): cancel it too, outside
@@ -176,7 +177,13 @@ async def create_run(
                 "them; send it again."
             ) from None
         return await create_run(
-            svc, thread_id, body, threadless=threadless, _stopped=stopped, _tries=_tries + 1
+            svc,
+            thread_id,
+            body,
+            threadless=threadless,
+            _stopped=stopped,
+            _tries=_tries + 1,
+            _read_first=read_first,
         )
     if reserved is not None and svc.workers is not None:
         svc.workers.start_reserved(run, no_checkpoint=inserted.no_checkpoint)
@@ -200,45 +207,6 @@ async def _cancel(conn: Any, run_id: str) -> str | None:
                 conn, run_id, "end", orjson.dumps(end).decode(), cancelled["attempt"]
             )
     return str(cancelled["run_id"])
-
-
-async def _visible_for_run(svc: Service, thread_id: str, body: RunCreate) -> dict[str, Any] | None:
-    """The thread (one read), None when there is none; 404 when it is not the caller's (a
-    resume is an answer to its approvals: reviewers may, and an approve permission binds)."""
-    async with svc.pool.connection() as conn:
-        found = await threads.get(conn, thread_id)
-    if found is None:
-        return None
-    if body.command and body.command.resume is not None:
-        if not (await svc.scope("read", {"thread_id": thread_id})).allows(found):
-            raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
-        scope = await svc.access.approval_scope(caller(), {"thread_id": thread_id})
-        if not scope.allows(found):
-            raise NotFound(f"No thread {thread_id!r}.")
-    elif not (await svc.scope("create_run", {"thread_id": thread_id})).allows(found):
-        raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
-    return found
-
-
-def _run_request(
-    svc: Service,
-    thread_id: str,
-    body: RunCreate,
-    kwargs: dict[str, Any],
-    found: dict[str, Any] | None,
-) -> RunRequest:
-    async def pending() -> Any:
-        state = await svc.graph(body.assistant_id).aget_state(svc.thread_config(thread_id))
-        return state.interrupts
-
-    return RunRequest(
-        thread_id=thread_id,
-        input=body.input,
-        command=kwargs["command"],
-        config=body.config or {},
-        thread=found,
-        pending=pending,
-    )
 
 
 async def _refuse_answered(conn: Any, thread_id: str, interrupt_ids: list[str]) -> None:

@@ -128,6 +128,11 @@ class Emitter:
         if event in MID_STEP and not self._shown:
             self._shown = True
             self._flush_now()
+            if self._flusher is not None:
+                # The graph waits for it: its next steps would share the event loop with this
+                # statement's round trip and delay what a client sees first by as much.
+                await asyncio.wait([self._flusher])
+                self._raise_failure()
         else:
             self._start_flusher()
 

@@ -9,7 +9,7 @@ from psycopg import AsyncConnection
 
 from api.store import threads
 from api.store.claim_sql import CLAIM, progress_mark, saved_nothing
-from api.store.rows import run_out
+from api.store.rows import run_out, thread_out
 
 # Queueing a run is in api.store.run_insert; callers know it as part of the run queue.
 from api.store.run_insert import RUNS_CHANNEL as RUNS_CHANNEL
@@ -26,17 +26,34 @@ async def lock_thread(conn: AsyncConnection[Any], thread_id: str) -> list[dict[s
     with the snapshot it took before waiting, missing a run the lock's holder just queued. Both
     are sent before either result is read: in pipeline mode (``pipelined_transaction``) they
     go out together, with the ``BEGIN`` before them."""
+    return (await _lock(conn, thread_id, "1"))[1]
+
+
+async def lock_and_read_thread(
+    conn: AsyncConnection[Any], thread_id: str
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+    """:func:`lock_thread`, and the thread as ``threads.get`` reads it (None: no such thread),
+    in the same round trip."""
+    row, active = await _lock(conn, thread_id, f"t.*, {threads.LAST_RUN}")
+    return (thread_out(row) if row else None), active
+
+
+async def _lock(
+    conn: AsyncConnection[Any], thread_id: str, columns: str
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
     locked = await conn.execute(
-        "SELECT 1 FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,)
+        f"SELECT {columns} FROM threads t WHERE t.thread_id = %s FOR UPDATE OF t", (thread_id,)
     )
     active = await conn.execute(
         "SELECT run_id, status FROM runs WHERE thread_id = %s"
         " AND status IN ('pending', 'running') ORDER BY created_at",
         (thread_id,),
     )
-    if await locked.fetchone() is None:
-        return None
-    return [{"run_id": str(r["run_id"]), "status": r["status"]} for r in await active.fetchall()]
+    row = await locked.fetchone()
+    if row is None:
+        return None, None
+    runs = [{"run_id": str(r["run_id"]), "status": r["status"]} for r in await active.fetchall()]
+    return row, runs
 
 
 async def get(conn: AsyncConnection[Any], thread_id: str, run_id: str) -> dict[str, Any] | None:

@@ -89,8 +89,9 @@ async def test_the_first_event_a_node_emits_is_stored_without_waiting_for_the_de
     runtime: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a delay longer than the test, only the first ``custom`` event (a node's, while it
-    runs) is stored before the checkpoint or the attempt's end; an ``updates`` event, which a
-    step's checkpoint takes along, and later ``custom`` ones wait."""
+    runs) is stored before the checkpoint or the attempt's end, and its ``emit`` returns once it
+    is (the graph waits for it); an ``updates`` event, which a step's checkpoint takes along,
+    and later ``custom`` ones wait."""
     monkeypatch.setattr(event_writer, "LINGER_SECONDS", 60.0)
     run = await claimed_run(runtime)
     emitter = Emitter(runtime.pool, Hub(runtime.database.url), run["run_id"], 1, run["thread_id"])
@@ -99,17 +100,13 @@ async def test_the_first_event_a_node_emits_is_stored_without_waiting_for_the_de
     await asyncio.sleep(0.3)
     assert await _stored(runtime, run["run_id"]) == []
     await emitter.emit("custom", {"type": "plan"})
-    await emitter.emit("custom", {"type": "later"})  # queued behind the first one's write
-    for _ in range(100):
-        if await _stored(runtime, run["run_id"]):
-            break
-        await asyncio.sleep(0.01)
-    await emitter.emit("custom", {"type": "after it"})
+    # Stored when its emit returns, with what was queued before it.
+    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3]
+    await emitter.emit("custom", {"type": "later"})
     await asyncio.sleep(0.3)
-    # The first custom event, with what was queued when its write began: not the last one.
-    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3, 4]
+    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3]
     await emitter.close()
-    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3, 4, 5]
+    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3, 4]
 
 
 async def test_a_writer_fenced_out_by_a_takeover_stores_nothing_more(runtime: Any) -> None:

@@ -1,0 +1,142 @@
+"""A run request's checks against its thread (``api.run_create``): the caller may see the
+thread, the graph takes the input, a resume answers what is pending. They run either before the
+run's transaction, on a read of the thread of their own, or in it, on the row its lock read,
+when nothing in them waits for another pooled connection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from api.adapters import RunRequest, check_private_config
+from api.auth.context import caller
+from api.errors import Invalid, NotFound
+from api.run_options import breakpoints, start_checkpoint
+from api.schemas import RunCreate
+from api.store import threads
+
+if TYPE_CHECKING:
+    from api.service import Service
+
+
+class ReadFirst(Exception):
+    """The run's checks need to read more than its thread's row (its pending interrupts): read
+    the thread and check the run before the transaction, then queue again."""
+
+
+@dataclass
+class Checked:
+    """A run request, checked against its thread as found (``thread``, None: none yet)."""
+
+    thread: dict[str, Any] | None
+    kwargs: dict[str, Any]
+    superseded: dict[str, Any]
+    """Pending interrupts the new input closes: interrupt id -> the answer recorded."""
+    answers: dict[str, Any]
+    """A resume's answers: interrupt id -> answer."""
+
+
+def reads_first(body: RunCreate) -> bool:
+    """Whether a run is checked before its transaction, on a read of its thread of its own: a
+    resume, a run from a checkpoint, and one that cancels what is active read more than the
+    thread's row. Any other run reads the row in its transaction's first round trip, under the
+    thread's lock, and is checked there."""
+    return (
+        body.command is not None
+        or body.checkpoint is not None
+        or body.multitask_strategy in ("interrupt", "rollback")
+    )
+
+
+async def check_request(
+    svc: Service,
+    thread_id: str,
+    body: RunCreate,
+    found: dict[str, Any] | None,
+    *,
+    threadless: bool,
+    in_transaction: bool = False,
+) -> Checked:
+    """The run's kwargs and the checks that refuse a run (4xx), against its thread as found.
+    ``in_transaction``: the thread's lock is held, so nothing here may wait for another pooled
+    connection (its pending interrupts, say): :class:`ReadFirst` instead."""
+    exists = found is not None
+    kwargs: dict[str, Any] = {
+        "input": body.input,
+        "command": body.command.model_dump(exclude_none=True) if body.command else None,
+        "config": body.config or {},
+        "stream_mode": body.modes(),
+        "on_disconnect": body.on_disconnect,
+    }
+    if threadless:
+        kwargs["on_completion"] = body.on_completion  # api.ephemeral removes the thread
+    for key in ("interrupt_before", "interrupt_after"):
+        if (nodes := breakpoints(svc, body, key)) is not None:
+            kwargs[key] = nodes
+    if start := await start_checkpoint(svc, thread_id, body, exists):
+        kwargs["checkpoint"] = start
+    if svc.access.enabled:
+        kwargs["auth_user"] = caller().as_dict()
+    try:
+        orjson.dumps(kwargs)
+    except TypeError as err:
+        raise Invalid(f"the run's input must be JSON: {err}") from None
+    check_private_config(body.config)
+    adapter = svc.runtime.adapter(body.assistant_id)
+    request = _run_request(svc, thread_id, body, kwargs, found, in_transaction)
+    superseded = await adapter.check_run(request)
+    answers: dict[str, Any] = {}
+    if body.command and body.command.resume is not None:
+        answers = await svc.check_resume(thread_id, body.assistant_id, body.command.resume)
+    return Checked(found, kwargs, superseded, answers)
+
+
+async def visible_for_run(svc: Service, thread_id: str, body: RunCreate) -> dict[str, Any] | None:
+    """The thread (one read), None when there is none; 404 when it is not the caller's."""
+    async with svc.pool.connection() as conn:
+        found = await threads.get(conn, thread_id)
+    if found is not None:
+        await check_visible(svc, thread_id, body, found)
+    return found
+
+
+async def check_visible(
+    svc: Service, thread_id: str, body: RunCreate, found: dict[str, Any]
+) -> None:
+    """404 when the thread is not the caller's to run (a resume is an answer to its approvals:
+    reviewers may, and an approve permission binds)."""
+    if body.command and body.command.resume is not None:
+        if not (await svc.scope("read", {"thread_id": thread_id})).allows(found):
+            raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
+        scope = await svc.access.approval_scope(caller(), {"thread_id": thread_id})
+        if not scope.allows(found):
+            raise NotFound(f"No thread {thread_id!r}.")
+    elif not (await svc.scope("create_run", {"thread_id": thread_id})).allows(found):
+        raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
+
+
+def _run_request(
+    svc: Service,
+    thread_id: str,
+    body: RunCreate,
+    kwargs: dict[str, Any],
+    found: dict[str, Any] | None,
+    in_transaction: bool,
+) -> RunRequest:
+    async def pending() -> Any:
+        if in_transaction:
+            raise ReadFirst
+        state = await svc.graph(body.assistant_id).aget_state(svc.thread_config(thread_id))
+        return state.interrupts
+
+    return RunRequest(
+        thread_id=thread_id,
+        input=body.input,
+        command=kwargs["command"],
+        config=body.config or {},
+        thread=found,
+        pending=pending,
+    )

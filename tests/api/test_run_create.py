@@ -1,0 +1,82 @@
+"""Queueing a run in as few round trips as its checks allow (``api.run_create``).
+
+A plain new run reads its thread in its transaction's first round trip, with the thread's lock,
+and is checked there: no read of its own before. A run whose checks need more than the thread's
+row (new input closing pending approvals reads them from the thread's state) gives up that
+transaction before it wrote anything and is checked on a read of its own first, as a resume is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from api.errors import NotFound
+from api.lifecycle import open_service
+from api.schemas import RunCreate
+from api.settings import Settings
+from api.sse import run_events
+from api.store import runs, threads
+from tests.utils.tasks import counter, notes
+
+
+async def _end_of(svc: Any, run_id: str) -> str:
+    """The run's status, once its stream ended."""
+    frames = [f async for f in run_events(svc.pool, svc.hub, run_id, after=0, modes=["updates"])]
+    last = frames[-1].decode()
+    assert "event: end" in last, last
+    return last.split('"status":"', 1)[1].split('"', 1)[0]
+
+
+async def test_a_new_run_reads_its_thread_in_its_transaction_unless_its_checks_need_more(
+    settings: Settings, runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    locks: list[str] = []
+    real_get, real_lock = threads.get, runs.lock_and_read_thread
+
+    async def get(conn: Any, thread_id: str) -> Any:
+        reads.append(thread_id)
+        return await real_get(conn, thread_id)
+
+    async def lock_and_read(conn: Any, thread_id: str) -> Any:
+        locks.append(thread_id)
+        return await real_lock(conn, thread_id)
+
+    monkeypatch.setattr(threads, "get", get)
+    monkeypatch.setattr(runs, "lock_and_read_thread", lock_and_read)
+    async with open_service(settings, runtime=runtime) as svc:
+        tid = str(uuid.uuid4())
+        async with runtime.pool.connection() as conn:
+            await threads.create(conn, tid, {}, None)
+        run = await svc.create_run(tid, RunCreate(assistant_id="agent", input=counter(2)))
+        assert (reads, locks) == ([], [tid])
+        assert await _end_of(svc, run["run_id"]) == "success"
+
+        # No such thread: refused in the transaction, with the same message as before.
+        missing = str(uuid.uuid4())
+        with pytest.raises(NotFound, match="if_not_exists"):
+            await svc.create_run(missing, RunCreate(assistant_id="agent", input=counter(2)))
+        assert reads == []
+
+        # A thread waiting for an approval: new input closes it, which reads the pending
+        # interrupts. The first transaction is given up and the run checked on a read first.
+        asking = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=notes(), if_not_exists="create"),
+        )
+        waiting = asking["thread_id"]
+        assert await _end_of(svc, asking["run_id"]) == "interrupted"
+        reads.clear()
+        locks.clear()
+        message = {"messages": [{"role": "user", "content": "never mind"}]}
+        closing = await svc.create_run(waiting, RunCreate(assistant_id="agent", input=message))
+        assert (reads, locks) == ([waiting], [waiting])
+        assert await _end_of(svc, closing["run_id"]) == "success"
+        async with runtime.pool.connection() as conn:
+            queued = await runs.list_for_thread(conn, waiting, limit=10, offset=0, status=None)
+        assert sorted(r["run_id"] for r in queued) == sorted(
+            [asking["run_id"], closing["run_id"]]
+        ), "the given-up transaction queued nothing"
