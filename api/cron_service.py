@@ -10,15 +10,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from pydantic import ValidationError
 
 from api import cron_schedule
-from api.adapters import check_private_config
 from api.auth.context import caller
 from api.auth.user import NOBODY
 from api.cron_schemas import CronCreate, CronPayload, CronSearch, CronUpdate
 from api.errors import Invalid, NotFound
+from api.run_checks import with_caller
 from api.store import crons
 
 if TYPE_CHECKING:
@@ -67,13 +66,7 @@ def run_kwargs(svc: Service, assistant_id: str, payload: CronPayload) -> dict[st
             kwargs[key] = nodes
     if payload.context is not None:
         kwargs["context"] = payload.context
-    if svc.access.enabled:
-        kwargs["auth_user"] = caller().as_dict()
-    try:
-        orjson.dumps(kwargs)
-    except TypeError as err:
-        raise Invalid(f"the schedule's input must be JSON: {err}") from None
-    check_private_config(payload.config)
+    with_caller(svc, kwargs, payload.config, "schedule")
     return kwargs
 
 

@@ -78,13 +78,7 @@ async def check_request(
             kwargs[key] = nodes
     if start := await start_checkpoint(svc, thread_id, body, exists):
         kwargs["checkpoint"] = start
-    if svc.access.enabled:
-        kwargs["auth_user"] = caller().as_dict()
-    try:
-        orjson.dumps(kwargs)
-    except TypeError as err:
-        raise Invalid(f"the run's input must be JSON: {err}") from None
-    check_private_config(body.config)
+    with_caller(svc, kwargs, body.config, "run")
     adapter = svc.runtime.adapter(body.assistant_id)
     request = _run_request(svc, thread_id, body, kwargs, found, in_transaction)
     superseded = await adapter.check_run(request)
@@ -92,6 +86,18 @@ async def check_request(
     if body.command and body.command.resume is not None:
         answers = await svc.check_resume(thread_id, body.assistant_id, body.command.resume)
     return Checked(found, kwargs, superseded, answers)
+
+
+def with_caller(svc: Service, kwargs: dict[str, Any], config: Any, what: str) -> None:
+    """Name the caller in a run's (or a schedule's) ``kwargs`` (``langgraph_auth_user``), then
+    refuse (422) kwargs that are not JSON or a config with a private key."""
+    if svc.access.enabled:
+        kwargs["auth_user"] = caller().as_dict()
+    try:
+        orjson.dumps(kwargs)
+    except TypeError as err:
+        raise Invalid(f"the {what}'s input must be JSON: {err}") from None
+    check_private_config(config)
 
 
 async def visible_for_run(svc: Service, thread_id: str, body: RunCreate) -> dict[str, Any] | None:

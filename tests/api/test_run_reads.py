@@ -14,6 +14,7 @@ from langgraph.types import Command, interrupt
 from api.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
 from api.saver import PooledSaver
 from api.store import runs, threads
+from tests.utils.runs import claimed_run
 from tests.utils.served import State, channels_graph, one_node_graph, served_config
 
 
@@ -45,20 +46,6 @@ async def test_a_run_claimed_at_once_says_whether_its_thread_has_a_checkpoint(
     assert await _claimed_at_once(runtime, thread_id) is False
 
 
-async def _claimed_from_the_queue(runtime: Any, thread_id: str) -> dict[str, Any]:
-    async with runtime.pool.connection() as conn:
-        await runs.insert(
-            conn,
-            thread_id=thread_id,
-            assistant_id="agent",
-            kwargs={},
-            metadata={},
-            multitask_strategy="reject",
-        )
-        [(run, _)] = await runs.claim(conn, "test", 30.0)
-    return run
-
-
 async def _ended(runtime: Any, run: dict[str, Any]) -> None:
     async with runtime.pool.connection() as conn:
         await conn.execute("UPDATE runs SET status = 'success' WHERE run_id = %s", (run["run_id"],))
@@ -72,7 +59,7 @@ async def test_a_first_attempt_claimed_from_the_queue_says_whether_its_thread_ha
     thread_id = str(uuid.uuid4())
     async with runtime.pool.connection() as conn:
         await threads.create(conn, thread_id, {}, None)
-    first = await _claimed_from_the_queue(runtime, thread_id)
+    first = await claimed_run(runtime, thread_id)
     assert (first["attempt"], first["no_checkpoint"]) == (1, True)
     async with runtime.pool.connection() as conn:  # its lease runs out: the next claim takes it
         await conn.execute(
@@ -88,7 +75,7 @@ async def test_a_first_attempt_claimed_from_the_queue_says_whether_its_thread_ha
     await _ended(runtime, again)
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     await runtime.saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
-    later = await _claimed_from_the_queue(runtime, thread_id)
+    later = await claimed_run(runtime, thread_id)
     assert (later["attempt"], later["no_checkpoint"]) == (1, False)
     await _ended(runtime, later)
 

@@ -32,12 +32,14 @@ async def sdk_client(url: str, **kwargs: Any) -> AsyncIterator[Any]:
         yield client
 
 
-async def claimed_run(runtime: Any) -> dict[str, Any]:
-    """A run of a new thread, claimed (running, attempt 1) by a worker called ``test``, made
-    straight in ``runtime``'s database: for driving the event writer without a server."""
-    thread_id = str(uuid.uuid4())
+async def claimed_run(runtime: Any, thread_id: str | None = None) -> dict[str, Any]:
+    """A run of a new thread (or of ``thread_id``, which has no other active run), claimed from
+    the queue (running, attempt 1) by a worker called ``test``, made straight in ``runtime``'s
+    database: for driving the event writer without a server."""
     async with runtime.pool.connection() as conn:
-        await threads.create(conn, thread_id, {}, None)
+        if thread_id is None:
+            thread_id = str(uuid.uuid4())
+            await threads.create(conn, thread_id, {}, None)
         await runs.insert(
             conn,
             thread_id=thread_id,
