@@ -92,14 +92,15 @@ async def run_events(
             if ended:
                 return
             if not rows:
+                timed_out = False
                 try:
                     # No task per wait, as wait_for. The hub polls for a run executing
                     # elsewhere (``Hub.poll``): a lost notification costs latency, never an event.
                     async with asyncio.timeout(hub.wait_seconds()):
                         await waiter.wait()
                 except TimeoutError:
-                    read = waiter.gone = True
-                if waiter.gone:
+                    read = timed_out = True
+                if timed_out or waiter.gone:  # is the run still there?
                     waiter.gone = False
                     async with pool.connection() as conn:
                         if await runs.by_id(conn, run_id) is None:

@@ -52,8 +52,8 @@ async def _lock(
     row = await locked.fetchone()
     if row is None:
         return None, None
-    runs = [{"run_id": str(r["run_id"]), "status": r["status"]} for r in await active.fetchall()]
-    return row, runs
+    found = [{"run_id": str(r["run_id"]), "status": r["status"]} for r in await active.fetchall()]
+    return row, found
 
 
 async def get(conn: AsyncConnection[Any], thread_id: str, run_id: str) -> dict[str, Any] | None:
