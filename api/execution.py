@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from api.auth.user import User
+from api.commit_gate import gated
 from api.compaction import compact_thread
 from api.database import run_to_completion
 from api.hub import Hub
@@ -86,11 +87,7 @@ class Executor:
     hub: Hub
 
     def emitter(self, run: dict[str, Any], seq: int) -> Emitter:
-        emitter = Emitter(
-            self.runtime.pool, self.hub, run["run_id"], run["attempt"], run["thread_id"]
-        )
-        emitter.seq = seq
-        return emitter
+        return Emitter.of_run(self.runtime.pool, self.hub, run, seq)
 
     async def config(self, run: dict[str, Any], emitter: Emitter) -> dict[str, Any]:
         """The run's config: the client's, the thread (at the checkpoint it forks from), the
@@ -106,6 +103,7 @@ class Executor:
                 **await self._start(run),
                 **adapter.run_configurable(emitter),
                 **auth_config(kwargs.get("auth_user")),
+                **gated(run),  # started while its insert commits (api.commit_gate)
             },
             "metadata": {**(user_config.get("metadata") or {}), "run_id": run["run_id"]},
         }

@@ -30,12 +30,15 @@ async def lock_thread(conn: AsyncConnection[Any], thread_id: str) -> list[dict[s
 
 
 async def lock_and_read_thread(
-    conn: AsyncConnection[Any], thread_id: str
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+    conn: AsyncConnection[Any], thread_id: str, *, progress: bool = False
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None, str | None]:
     """:func:`lock_thread`, and the thread as ``threads.get`` reads it (None: no such thread),
-    in the same round trip."""
-    row, active = await _lock(conn, thread_id, f"t.*, {threads.LAST_RUN}")
-    return (thread_out(row) if row else None), active
+    in the same round trip; with ``progress``, its progress mark too (``claim_sql``)."""
+    mark = f", {progress_mark('t.thread_id')} AS progress" if progress else ""
+    row, active = await _lock(conn, thread_id, f"t.*, {threads.LAST_RUN}{mark}")
+    if row is None:
+        return None, active, None
+    return thread_out(row), active, row.get("progress")
 
 
 async def _lock(

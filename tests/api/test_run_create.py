@@ -41,9 +41,9 @@ async def test_a_new_run_reads_its_thread_in_its_transaction_unless_its_checks_n
         reads.append(thread_id)
         return await real_get(conn, thread_id)
 
-    async def lock_and_read(conn: Any, thread_id: str) -> Any:
+    async def lock_and_read(conn: Any, thread_id: str, **kw: Any) -> Any:
         locks.append(thread_id)
-        return await real_lock(conn, thread_id)
+        return await real_lock(conn, thread_id, **kw)
 
     monkeypatch.setattr(threads, "get", get)
     monkeypatch.setattr(runs, "lock_and_read_thread", lock_and_read)
