@@ -42,7 +42,8 @@ async def _end_of(svc: Any, run_id: str) -> tuple[str, str]:
     return text.rsplit('"status":"', 1)[1].split('"', 1)[0], text
 
 
-def _record_checkpoints(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+@pytest.fixture
+def calls(runtime: Any, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Each checkpoint the run's graph saves: its step, and whether its run's gate was open
     when the save was asked for and when it returned (``returned``: None when it raised)."""
     calls: list[dict[str, Any]] = []
@@ -67,16 +68,19 @@ def one_worker(settings: Settings) -> Settings:
     return settings.model_copy(update={"workers": 1})
 
 
-async def test_the_graph_starts_during_the_commit_and_waits_for_it(
-    one_worker: Settings, runtime: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+async def tid(runtime: Any) -> str:
+    """A thread, on a database whose runs commit slowly (or fail to) when they ask for it."""
     async with runtime.pool.connection() as conn:
         await conn.execute(SLOW_COMMIT.encode(), prepare=False)
-    calls = _record_checkpoints(runtime, monkeypatch)
+        await threads.create(conn, thread_id := str(uuid.uuid4()), {}, None)
+    return thread_id
+
+
+async def test_the_graph_starts_during_the_commit_and_waits_for_it(
+    one_worker: Settings, runtime: Any, tid: str, calls: list[dict[str, Any]]
+) -> None:
     async with open_service(one_worker, runtime=runtime) as svc:
-        tid = str(uuid.uuid4())
-        async with runtime.pool.connection() as conn:
-            await threads.create(conn, tid, {}, None)
         body = RunCreate(assistant_id="agent", input=counter(2), metadata={"commit": "slow"})
         run = await svc.create_run(tid, body)
         status, text = await _end_of(svc, run["run_id"])
@@ -92,15 +96,9 @@ async def test_the_graph_starts_during_the_commit_and_waits_for_it(
 
 
 async def test_a_failed_commit_stops_the_attempt_before_it_writes_or_runs_a_node(
-    one_worker: Settings, runtime: Any, monkeypatch: pytest.MonkeyPatch
+    one_worker: Settings, runtime: Any, tid: str, calls: list[dict[str, Any]]
 ) -> None:
-    async with runtime.pool.connection() as conn:
-        await conn.execute(SLOW_COMMIT.encode(), prepare=False)
-    calls = _record_checkpoints(runtime, monkeypatch)
     async with open_service(one_worker, runtime=runtime) as svc:
-        tid = str(uuid.uuid4())
-        async with runtime.pool.connection() as conn:
-            await threads.create(conn, tid, {}, None)
         body = RunCreate(assistant_id="agent", input=counter(2), metadata={"commit": "fail"})
         with pytest.raises(psycopg.errors.RaiseException, match="refused at commit"):
             await svc.create_run(tid, body)
