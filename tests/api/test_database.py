@@ -255,3 +255,24 @@ async def test_the_pool_opens_its_minimum_in_the_background_and_keeps_it(databas
             assert time.monotonic() < deadline, pool.get_stats()
             await asyncio.sleep(0.02)
         assert pool.max_size == 3  # the minimum never exceeds the maximum
+
+
+async def test_the_pool_hands_out_the_connection_returned_last(database_url: str) -> None:
+    """Statements are prepared, and planned, per connection: at low load the same warm
+    connections serve them, not each of the pool's in turn (``RecentFirstPool``)."""
+    async with open_pool(database_url, max_size=4, min_size=4) as pool:
+        deadline = time.monotonic() + 10
+        while pool.get_stats()["pool_size"] < 4:
+            assert time.monotonic() < deadline, pool.get_stats()
+            await asyncio.sleep(0.02)
+        backends = []
+        for _ in range(6):  # one at a time: always the same connection
+            async with pool.connection() as conn:
+                backends.append(conn.info.backend_pid)
+        assert len(set(backends)) == 1, backends
+        async with pool.connection() as a, pool.connection() as b:
+            pids = (a.info.backend_pid, b.info.backend_pid)
+        # ``a`` went back last (the inner block's exit order is b, then a).
+        async with pool.connection() as again:
+            assert again.info.backend_pid == pids[0], (pids, again.info.backend_pid)
+        assert pool.get_stats()["pool_size"] == 4
