@@ -110,18 +110,19 @@ def as_claimed(
 ) -> dict[str, Any]:
     """The row (as ``run_out`` gives it) that :func:`send_insert` with ``start`` returns, built
     before it is read: claimed, first attempt; ``kwargs`` as read back from JSON."""
-    now = datetime.now(UTC).isoformat()  # the claim delay of a run started at once: none
-    return {
-        "run_id": run_id,
-        "thread_id": thread_id,
-        "assistant_id": assistant_id,
-        "created_at": now,
-        "updated_at": now,
-        "status": "running",
-        "metadata": metadata,
-        "multitask_strategy": multitask_strategy,
-        "kwargs": json.loads(json.dumps(kwargs)),
-        "attempt": 1,
-        "handbacks": 0,
-        "error": None,
-    }
+    now = datetime.now(UTC)  # the claim delay of a run started at once: none
+    return run_out(
+        {
+            "run_id": run_id,
+            "thread_id": thread_id,
+            "assistant_id": assistant_id,
+            "created_at": now,
+            "updated_at": now,
+            "status": "running",
+            "metadata": metadata,
+            "multitask_strategy": multitask_strategy,
+            "kwargs": json.loads(json.dumps(kwargs)),
+            "attempt": 1,
+            "error": None,
+        }
+    )
