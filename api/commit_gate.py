@@ -1,13 +1,15 @@
 """A run started while the transaction that creates it is still committing.
 
-A plain new run on an existing thread is claimed at once by the process creating it
-(``api.run_create``): its graph starts as the ``COMMIT`` goes out, and LangGraph sets up its
-loop during that round trip instead of after it. Until the commit is known, the attempt writes
+A plain new run is claimed at once by the process creating it (``api.run_create``), on an
+existing thread or on one its transaction creates (``if_not_exists: create``): its graph starts
+as the ``COMMIT`` goes out, and LangGraph sets up its loop during that round trip instead of
+after it. Until the commit is known, the attempt writes
 nothing and runs no node: its checkpointer (``api.saver``), its event log
 (``api.store.event_writer``) and its lease's heartbeat (``api.worker``) wait at the gate. Only
 ``__start__`` runs before it, LangGraph's own step passing the input on; the step after it waits
 for that step's checkpoint, which waits here. If the transaction fails, the attempt stops at the
-gate (:class:`NotCommitted`) with nothing written, and the request gets the error as before.
+gate (:class:`NotCommitted`) with nothing written, and the request gets the error as before
+(a thread it was to create is not there either).
 """
 
 from __future__ import annotations

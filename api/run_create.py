@@ -1,7 +1,8 @@
 """Queueing a run: the caller's access, the graph's checks, the answers a resume gives, and the
 one transaction that checks for active runs, creates the thread if asked, and inserts the run.
 A plain new run reads its thread in that transaction's first round trip, under the thread's
-lock, and is checked there; a resume, a fork and a run that cancels others read it first.
+lock, and is checked there; a resume, a fork and a run that cancels others read it first. A
+thread the run creates is inserted unread, with the run and the ``COMMIT``: two round trips.
 """
 
 from __future__ import annotations
@@ -75,9 +76,9 @@ async def create_run(
     gate: CommitGate | None = None
     try:
         async with svc.pool.connection() as conn:
-            # Pipelined: BEGIN goes with the lock (and the thread's read), and the insert with the
-            # COMMIT (its row is read after it): two round trips, and one more for each approval
-            # a run closes.
+            # Pipelined: BEGIN goes with the lock (and the thread's read), and the inserts (the
+            # thread's, if it creates one, and the run's) with the COMMIT (the run's row is read
+            # after it): two round trips, and one more for each approval a run closes.
             async with pipelined_transaction(conn):
                 progress = None
                 if checked is None:
@@ -101,8 +102,8 @@ async def create_run(
                     value: dict[str, Any] = {"thread_id": thread_id, "metadata": {}}
                     await svc.scope("create", value)
                     owner = svc.access.owner_of_new(user)
-                    if await threads.create(conn, thread_id, value["metadata"], owner) is None:
-                        raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.")
+                    # Not read: it goes out with the insert and the COMMIT (``is_taken`` below).
+                    await threads.send_create(conn, thread_id, value["metadata"], owner)
                     active = []
                 # Nothing else active on the thread (its lock is held): this process starts the run
                 # itself when it has a free slot, without a claim, a notification or a queue.
@@ -187,6 +188,8 @@ async def create_run(
             # Not committed, or not known to be (cancelled in the COMMIT): a committed run keeps
             # a lease nobody renews, and another claim takes it when that expires (attempt 2).
             svc.workers.unreserve()
+        if threads.is_taken(err):
+            raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.") from None
         if isinstance(err, ReadFirst):
             # Nothing was written: check the run on a read of its own, before the transaction.
             return await create_run(

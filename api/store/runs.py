@@ -33,30 +33,42 @@ async def lock_and_read_thread(
     conn: AsyncConnection[Any], thread_id: str, *, progress: bool = False
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None, str | None]:
     """:func:`lock_thread`, and the thread as ``threads.get`` reads it (None: no such thread),
-    in the same round trip; with ``progress``, its progress mark too (``claim_sql``)."""
-    mark = f", {progress_mark('t.thread_id')} AS progress" if progress else ""
-    row, active = await _lock(conn, thread_id, f"t.*, {threads.LAST_RUN}{mark}")
-    if row is None:
-        return None, active, None
-    return thread_out(row), active, row.get("progress")
+    in the same round trip; with ``progress``, the progress mark of its id too (``claim_sql``),
+    also when no such thread exists yet (a run that creates it starts from that mark)."""
+    row, active, mark = await _lock(conn, thread_id, f"t.*, {threads.LAST_RUN}", progress=progress)
+    return (thread_out(row) if row is not None else None), active, mark
+
+
+ACTIVE_WHERE = "thread_id = %(thread)s AND status IN ('pending', 'running')"
+ACTIVE = f"SELECT run_id, status FROM runs WHERE {ACTIVE_WHERE} ORDER BY created_at"
+ACTIVE_AND_MARK = (
+    "SELECT (SELECT coalesce(json_agg(json_build_object('run_id', run_id, 'status', status)"
+    f" ORDER BY created_at), '[]') FROM runs WHERE {ACTIVE_WHERE}) AS active,"
+    f" {progress_mark('%(thread)s')} AS progress"
+)
+"""The active runs as one JSON array, with the progress mark of the thread's id: one row even
+when there is no such thread."""
 
 
 async def _lock(
-    conn: AsyncConnection[Any], thread_id: str, columns: str
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+    conn: AsyncConnection[Any], thread_id: str, columns: str, *, progress: bool = False
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None, str | None]:
     locked = await conn.execute(
         f"SELECT {columns} FROM threads t WHERE t.thread_id = %s FOR UPDATE OF t", (thread_id,)
     )
-    active = await conn.execute(
-        "SELECT run_id, status FROM runs WHERE thread_id = %s"
-        " AND status IN ('pending', 'running') ORDER BY created_at",
-        (thread_id,),
-    )
+    # After the lock, in a statement of its own: what it reads is as of the lock's grant.
+    after = await conn.execute(ACTIVE_AND_MARK if progress else ACTIVE, {"thread": thread_id})
     row = await locked.fetchone()
+    if progress:
+        read = await after.fetchone()
+        assert read is not None
+        listed, mark = read["active"], read["progress"]
+    else:
+        listed, mark = await after.fetchall(), None
     if row is None:
-        return None, None
-    found = [{"run_id": str(r["run_id"]), "status": r["status"]} for r in await active.fetchall()]
-    return row, found
+        return None, None, mark
+    found = [{"run_id": str(r["run_id"]), "status": r["status"]} for r in listed]
+    return row, found, mark
 
 
 async def get(conn: AsyncConnection[Any], thread_id: str, run_id: str) -> dict[str, Any] | None:

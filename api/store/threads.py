@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from psycopg import AsyncConnection
+from psycopg.errors import UniqueViolation
 from psycopg.types.json import Jsonb
 
 from api.store.rows import storable, thread_out
@@ -33,6 +34,23 @@ async def create(
     )
     row = await cur.fetchone()
     return thread_out(row) if row else None
+
+
+async def send_create(
+    conn: AsyncConnection[Any], thread_id: str, metadata: dict[str, Any], owner: str | None
+) -> None:
+    """Insert a thread, its result not read: in a pipelined transaction it goes out with the
+    statements after it. A thread of that id committed meanwhile fails it (and its transaction)
+    with a unique violation (:func:`is_taken`)."""
+    await conn.execute(
+        "INSERT INTO threads (thread_id, metadata, owner) VALUES (%s, %s, %s)",
+        (thread_id, Jsonb(metadata), owner),
+    )
+
+
+def is_taken(err: BaseException) -> bool:
+    """Whether ``err`` is :func:`send_create`'s insert meeting a thread of the same id."""
+    return isinstance(err, UniqueViolation) and err.diag.constraint_name == "threads_pkey"
 
 
 async def get(conn: AsyncConnection[Any], thread_id: str) -> dict[str, Any] | None:

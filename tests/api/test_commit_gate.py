@@ -1,5 +1,7 @@
 """A run started while its transaction commits (``api.commit_gate``): its graph sets up during
 the COMMIT's round trip, and nothing is written and no node runs before the commit is known.
+Both ways a plain run starts: on a thread made before, and with ``if_not_exists: create`` (the
+thread is inserted in the run's transaction and goes with it).
 
 The commit is made slow, or made to fail, by a deferred constraint trigger on ``runs``: real
 PostgreSQL behaviour at ``COMMIT``, for the runs whose metadata asks for it.
@@ -68,20 +70,29 @@ def one_worker(settings: Settings) -> Settings:
     return settings.model_copy(update={"workers": 1})
 
 
-@pytest.fixture
-async def tid(runtime: Any) -> str:
-    """A thread, on a database whose runs commit slowly (or fail to) when they ask for it."""
+@pytest.fixture(params=["existing thread", "created with the run"])
+async def tid(runtime: Any, request: pytest.FixtureRequest) -> str:
+    """A thread id, on a database whose runs commit slowly (or fail to) when they ask for it:
+    a thread made before, or a new id the run creates (``if_not_exists: create``)."""
     async with runtime.pool.connection() as conn:
         await conn.execute(SLOW_COMMIT.encode(), prepare=False)
-        await threads.create(conn, thread_id := str(uuid.uuid4()), {}, None)
+        if request.param == "existing thread":
+            await threads.create(conn, thread_id := str(uuid.uuid4()), {}, None)
+        else:
+            thread_id = str(uuid.uuid4())
     return thread_id
+
+
+def _body(**fields: Any) -> RunCreate:
+    """A plain run's body; it creates its thread if there is none."""
+    return RunCreate(assistant_id="agent", input=counter(2), if_not_exists="create", **fields)
 
 
 async def test_the_graph_starts_during_the_commit_and_waits_for_it(
     one_worker: Settings, runtime: Any, tid: str, calls: list[dict[str, Any]]
 ) -> None:
     async with open_service(one_worker, runtime=runtime) as svc:
-        body = RunCreate(assistant_id="agent", input=counter(2), metadata={"commit": "slow"})
+        body = _body(metadata={"commit": "slow"})
         run = await svc.create_run(tid, body)
         status, text = await _end_of(svc, run["run_id"])
 
@@ -99,7 +110,8 @@ async def test_a_failed_commit_stops_the_attempt_before_it_writes_or_runs_a_node
     one_worker: Settings, runtime: Any, tid: str, calls: list[dict[str, Any]]
 ) -> None:
     async with open_service(one_worker, runtime=runtime) as svc:
-        body = RunCreate(assistant_id="agent", input=counter(2), metadata={"commit": "fail"})
+        existed = await _exists(runtime, tid)
+        body = _body(metadata={"commit": "fail"})
         with pytest.raises(psycopg.errors.RaiseException, match="refused at commit"):
             await svc.create_run(tid, body)
 
@@ -114,11 +126,19 @@ async def test_a_failed_commit_stops_the_attempt_before_it_writes_or_runs_a_node
             cur = await conn.execute("SELECT count(*) AS n FROM run_events")
             assert (await cur.fetchone())["n"] == 0
             thread = await threads.get(conn, tid)
-        assert thread is not None and thread["status"] == "idle"
+        if existed:
+            assert thread is not None and thread["status"] == "idle"
+        else:  # created in the transaction that failed: not there
+            assert thread is None
 
         # The attempt gave its slot back: the next run (one worker) starts and ends.
         calls.clear()
-        run = await svc.create_run(tid, RunCreate(assistant_id="agent", input=counter(2)))
+        run = await svc.create_run(tid, _body())
         status, text = await _end_of(svc, run["run_id"])
     assert status == "success", text
     assert not svc.workers.active
+
+
+async def _exists(runtime: Any, thread_id: str) -> bool:
+    async with runtime.pool.connection() as conn:
+        return await threads.get(conn, thread_id) is not None

@@ -8,12 +8,13 @@ transaction before it wrote anything and is checked on a read of its own first, 
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
 import pytest
 
-from api.errors import NotFound
+from api.errors import Conflict, NotFound
 from api.lifecycle import open_service
 from api.schemas import RunCreate
 from api.settings import Settings
@@ -80,3 +81,42 @@ async def test_a_new_run_reads_its_thread_in_its_transaction_unless_its_checks_n
         assert sorted(r["run_id"] for r in queued) == sorted(
             [asking["run_id"], closing["run_id"]]
         ), "the given-up transaction queued nothing"
+
+
+async def test_a_run_creating_a_thread_that_appeared_meanwhile_is_refused_and_writes_nothing(
+    settings: Settings, runtime: Any
+) -> None:
+    """``if_not_exists: create`` on an id another transaction is creating: the run's insert of
+    the thread waits for it, then the run is refused (409) with nothing of it stored, and its
+    slot (one worker) is free for the next run."""
+    async with open_service(settings.model_copy(update={"workers": 1}), runtime=runtime) as svc:
+        tid = str(uuid.uuid4())
+        body = RunCreate(assistant_id="agent", input=counter(2), if_not_exists="create")
+        async with (
+            runtime.pool.connection() as other,
+            runtime.pool.connection() as watch,
+            other.transaction(),
+        ):
+            await threads.create(other, tid, {"by": "other"}, None)
+            creating = asyncio.create_task(svc.create_run(tid, body))
+            # Until the run's transaction waits for this one's new row.
+            for _ in range(200):
+                cur = await watch.execute(
+                    "SELECT count(*) AS n FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                )
+                if (await cur.fetchone())["n"] or creating.done():
+                    break
+                await asyncio.sleep(0.05)
+            assert not creating.done(), "the run did not wait for the other transaction"
+        with pytest.raises(Conflict, match="created meanwhile"):
+            await creating
+
+        async with runtime.pool.connection() as conn:
+            assert await runs.list_for_thread(conn, tid, limit=10, offset=0, status=None) == []
+            thread = await threads.get(conn, tid)
+        assert thread is not None and thread["status"] == "idle", thread
+        assert thread["metadata"].get("by") == "other", thread
+        run = await svc.create_run(tid, RunCreate(assistant_id="agent", input=counter(2)))
+        assert await _end_of(svc, run["run_id"]) == "success"
+        assert not svc.workers.active
