@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+import psycopg
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
@@ -166,12 +167,19 @@ async def pipelined_transaction(conn: AsyncConnection[Any]) -> AsyncIterator[Non
     whose result is read after the block (its cursor fetched then) costs no round trip of its
     own: with ``BEGIN``, ``COMMIT`` and the statements between, a transaction of two reads and
     a write is two round trips, not five. (psycopg's ``transaction()`` syncs after ``BEGIN`` in
-    pipeline mode.) An error rolls it back."""
+    pipeline mode.) An error rolls it back; the block's own error is raised, not the one the
+    pipeline then ends with (a statement's failure aborts what was sent after it)."""
     try:
-        async with conn.pipeline():
+        async with conn.pipeline() as pipeline:
             await conn.execute("BEGIN")
-            yield
-            await conn.execute("COMMIT")
+            try:
+                yield
+                await conn.execute("COMMIT")
+            except BaseException:
+                # End the pipeline here: psycopg would log the second error as a warning.
+                with contextlib.suppress(psycopg.Error):
+                    await pipeline.sync()
+                raise
     except BaseException:
         # After the pipeline's sync: a failed statement left the transaction aborted, and the
         # server ignores what is sent before a sync once a statement failed.

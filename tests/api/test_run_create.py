@@ -9,6 +9,7 @@ transaction before it wrote anything and is checked on a read of its own first, 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from typing import Any
 
@@ -120,3 +121,39 @@ async def test_a_run_creating_a_thread_that_appeared_meanwhile_is_refused_and_wr
         run = await svc.create_run(tid, RunCreate(assistant_id="agent", input=counter(2)))
         assert await _end_of(svc, run["run_id"]) == "success"
         assert not svc.workers.active
+
+
+async def test_a_thread_that_appears_while_the_run_is_queued_is_a_conflict_not_a_warning(
+    settings: Settings,
+    runtime: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The thread is committed by another transaction after the run's first round trip, and its
+    insert fails while the run's transaction is still being sent: 409, nothing stored, and
+    nothing logged (psycopg warns when a pipeline ends in a second error)."""
+    caplog.set_level(logging.WARNING)
+    tid = str(uuid.uuid4())
+    real_send_insert = runs.send_insert
+
+    async def slow_send_insert(conn: Any, **fields: Any) -> Any:
+        await asyncio.sleep(0.3)  # the failed thread insert's result is back by now
+        return await real_send_insert(conn, **fields)
+
+    async with open_service(settings, runtime=runtime) as svc:
+        real_scope = svc.scope
+
+        async def scope(action: str, value: dict[str, Any]) -> Any:
+            # Right before the run's transaction inserts the thread: another one commits it.
+            async with runtime.pool.connection() as other:
+                await threads.create(other, tid, {"by": "other"}, None)
+            return await real_scope(action, value)
+
+        monkeypatch.setattr(svc, "scope", scope)
+        monkeypatch.setattr(runs, "send_insert", slow_send_insert)
+        body = RunCreate(assistant_id="agent", input=counter(2), if_not_exists="create")
+        with pytest.raises(Conflict, match="created meanwhile"):
+            await svc.create_run(tid, body)
+        async with runtime.pool.connection() as conn:
+            assert await runs.list_for_thread(conn, tid, limit=10, offset=0, status=None) == []
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
