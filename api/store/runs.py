@@ -39,15 +39,15 @@ async def lock_and_read_thread(
     return (thread_out(row) if row is not None else None), active, mark
 
 
-ACTIVE_WHERE = "thread_id = %(thread)s AND status IN ('pending', 'running')"
-ACTIVE = f"SELECT run_id, status FROM runs WHERE {ACTIVE_WHERE} ORDER BY created_at"
-ACTIVE_AND_MARK = (
+ACTIVE = (
     "SELECT (SELECT coalesce(json_agg(json_build_object('run_id', run_id, 'status', status)"
-    f" ORDER BY created_at), '[]') FROM runs WHERE {ACTIVE_WHERE}) AS active,"
-    f" {progress_mark('%(thread)s')} AS progress"
+    " ORDER BY created_at), '[]') FROM runs"
+    " WHERE thread_id = %(thread)s AND status IN ('pending', 'running')) AS active"
 )
-"""The active runs as one JSON array, with the progress mark of the thread's id: one row even
-when there is no such thread."""
+"""The thread id's active runs, oldest first, as one JSON array: one row even when there is no
+such thread."""
+MARK = f", {progress_mark('%(thread)s')} AS progress"
+"""With :data:`ACTIVE`: the progress mark of the thread id (``claim_sql``)."""
 
 
 async def _lock(
@@ -57,18 +57,14 @@ async def _lock(
         f"SELECT {columns} FROM threads t WHERE t.thread_id = %s FOR UPDATE OF t", (thread_id,)
     )
     # After the lock, in a statement of its own: what it reads is as of the lock's grant.
-    after = await conn.execute(ACTIVE_AND_MARK if progress else ACTIVE, {"thread": thread_id})
+    after = await conn.execute(ACTIVE + (MARK if progress else ""), {"thread": thread_id})
     row = await locked.fetchone()
-    if progress:
-        read = await after.fetchone()
-        assert read is not None
-        listed, mark = read["active"], read["progress"]
-    else:
-        listed, mark = await after.fetchall(), None
+    read = await after.fetchone()
+    assert read is not None
+    mark = read.get("progress")
     if row is None:
         return None, None, mark
-    found = [{"run_id": str(r["run_id"]), "status": r["status"]} for r in listed]
-    return row, found, mark
+    return row, [{"run_id": r["run_id"], "status": r["status"]} for r in read["active"]], mark
 
 
 async def get(conn: AsyncConnection[Any], thread_id: str, run_id: str) -> dict[str, Any] | None:

@@ -110,7 +110,8 @@ async def test_a_failed_commit_stops_the_attempt_before_it_writes_or_runs_a_node
     one_worker: Settings, runtime: Any, tid: str, calls: list[dict[str, Any]]
 ) -> None:
     async with open_service(one_worker, runtime=runtime) as svc:
-        existed = await _exists(runtime, tid)
+        async with runtime.pool.connection() as conn:
+            existed = await threads.get(conn, tid) is not None
         body = _body(metadata={"commit": "fail"})
         with pytest.raises(psycopg.errors.RaiseException, match="refused at commit"):
             await svc.create_run(tid, body)
@@ -137,8 +138,3 @@ async def test_a_failed_commit_stops_the_attempt_before_it_writes_or_runs_a_node
         status, text = await _end_of(svc, run["run_id"])
     assert status == "success", text
     assert not svc.workers.active
-
-
-async def _exists(runtime: Any, thread_id: str) -> bool:
-    async with runtime.pool.connection() as conn:
-        return await threads.get(conn, thread_id) is not None
