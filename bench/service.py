@@ -201,6 +201,8 @@ async def one_run(
         thread_id = str(uuid.uuid4())
         body["if_not_exists"] = "create"
     trace.update(stage="POST /runs/stream (waiting for headers)", thread_id=thread_id)
+    # One request does both in the ``create`` form: the run's request is the first one.
+    t_run = time.perf_counter() if form == "threads" else t0
     ttfe_meta = ttfe = None
     events = steps = 0
     event: str | None = None
@@ -271,6 +273,7 @@ async def one_run(
         latency=latency,
         ttfe=ttfe,
         ttfe_meta=ttfe_meta,
+        ttfe_run=None if ttfe is None else ttfe - (t_run - t0),
         events=events,
         steps=work.steps_per_run or steps,
         error=None if ok else error,

@@ -73,6 +73,11 @@ def test_one_level_on_the_floor_and_the_service(
         assert (r["runs"], r["errors"]) == (4, 0), r["error_samples"]
         assert r["steps_per_run"] == nowork.SUPERSTEPS
         assert r["ttfe_p50_ms"] is not None and r["latency_p50_ms"] >= r["ttfe_p50_ms"]
+    # Counted from the run's own request: after POST /threads when the thread came first, so
+    # earlier than from the first request; the same moment when one request does both.
+    assert 0 < level["service"]["ttfe_run_p50_ms"] < level["service"]["ttfe_p50_ms"]
+    assert level["service_create"]["ttfe_run_p50_ms"] == level["service_create"]["ttfe_p50_ms"]
+    assert level["direct"]["ttfe_run_p50_ms"] == level["direct"]["ttfe_p50_ms"]
     assert level["direct"]["events_per_run"] == nowork.EVENTS
     # The service's stream: metadata, the graph's 19 events, end.
     assert level["service"]["events_per_run"] == nowork.EVENTS + 2
