@@ -29,7 +29,7 @@ from api.rollback import roll_back, rolled_back
 from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
 from api.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
 from api.runtime import Runtime
-from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.saver import DELTA_CHANNELS_KEY, EVENTS_BARRIER_KEY, PooledSaver, delta_channels
 from api.serde import to_jsonable
 from api.store import run_end
 from api.store.event_writer import CheckpointEvents, Emitter
@@ -104,6 +104,7 @@ class Executor:
                 **adapter.run_configurable(emitter),
                 **auth_config(kwargs.get("auth_user")),
                 **gated(run),  # started while its insert commits (api.commit_gate)
+                DELTA_CHANNELS_KEY: delta_channels(self.runtime.graphs[run["assistant_id"]]),
             },
             "metadata": {**(user_config.get("metadata") or {}), "run_id": run["run_id"]},
         }

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     ChannelVersions,
@@ -42,6 +43,19 @@ The same config tells the saver to hold a task's writes for that statement too
 (``api.task_writes``), or to store them alone when no checkpoint comes soon. A step whose writes
 were saved but not its checkpoint runs again as cached on a takeover, and LangGraph emits its
 updates again; the takeover dedupe stores those an earlier attempt did not (``api.takeover``)."""
+
+
+DELTA_CHANNELS_KEY = "__threadline_delta_channels"
+"""In a run's ``config["configurable"]``: the names of its graph's ``DeltaChannel`` channels
+(:func:`delta_channels`). LangGraph saves a step's checkpoint only after the task writes to such
+a channel are stored (a delta channel is rebuilt from its writes), so those writes cannot wait
+for the checkpoint to take them along: they are stored at once (``api.task_writes``)."""
+
+
+def delta_channels(graph: Any) -> frozenset[str]:
+    """The names of ``graph``'s ``DeltaChannel`` channels (the built-in agent's ``messages``)."""
+    channels = getattr(graph, "channels", None) or {}
+    return frozenset(name for name, ch in channels.items() if isinstance(ch, DeltaChannel))
 
 
 class PooledSaver(AsyncPostgresSaver):
@@ -97,7 +111,10 @@ class PooledSaver(AsyncPostgresSaver):
             writes,
         )
         self.written.pop(str(thread_id), None)  # its latest checkpoint has pending writes now
-        await self.writes.add(str(thread_id), [TaskWrite(row, upsert) for row in rows])
+        # The step's checkpoint waits for writes to a delta channel: no use waiting for it.
+        delta = configurable.get(DELTA_CHANNELS_KEY) or ()
+        soon = any(channel in delta for channel, _ in writes)
+        await self.writes.add(str(thread_id), [TaskWrite(row, upsert) for row in rows], soon=soon)
 
     async def aput(
         self,

@@ -12,6 +12,12 @@ task's writes to a :class:`WriteBuffer` instead:
   write of the thread that came meanwhile (the parallel tasks of one step): one statement,
   which also stores the checkpoints the run holds back, if any (``api.run_memory``).
 
+Writes to a ``DeltaChannel`` (the built-in agent's ``messages``) do not wait: LangGraph saves
+the step's checkpoint only after they are stored (the channel is rebuilt from its writes), so
+no checkpoint can come to take them along, and waiting would hold every step for the whole
+delay. They, and the thread's other queued writes, are stored in the event loop's next round
+(``api.saver.DELTA_CHANNELS_KEY``): a statement of their own, then the checkpoint's.
+
 ``aput_writes`` returns once its writes are committed, either way, so what waits for them
 (LangGraph's background executor at the end of a run, a checkpoint after delta-channel writes)
 still sees them stored. A step whose tasks run long still has each finished task's writes
@@ -45,10 +51,12 @@ class PendingWrites:
     """Writes of one thread waiting to be stored, and the ``aput_writes`` calls waiting for
     them."""
 
-    def __init__(self, timer: asyncio.TimerHandle) -> None:
+    def __init__(self, timer: asyncio.Handle) -> None:
         self.rows: list[TaskWrite] = []
         self.waiters: list[asyncio.Future[None]] = []
         self.timer = timer
+        self.soon = False
+        """Stored in the loop's next round, not after the delay (``WriteBuffer.add``)."""
 
     def stored(self) -> None:
         for waiter in self.waiters:
@@ -80,14 +88,20 @@ class WriteBuffer:
         self._pending: dict[str, PendingWrites] = {}
         self._writing: set[asyncio.Task[None]] = set()
 
-    async def add(self, thread_id: str, rows: list[TaskWrite]) -> None:
+    async def add(self, thread_id: str, rows: list[TaskWrite], *, soon: bool = False) -> None:
         """Queue ``rows`` for ``thread_id``; return once they are committed (raise what stopped
-        that)."""
+        that). ``soon``: the checkpoint waits for these (writes to a delta channel), so they
+        and the thread's others are stored in the loop's next round instead of after the
+        delay; writes of parallel tasks that ended together still share one statement."""
         loop = asyncio.get_running_loop()
         pending = self._pending.get(thread_id)
         if pending is None:
             timer = loop.call_later(LINGER_SECONDS, self._linger_over, thread_id)
             pending = self._pending[thread_id] = PendingWrites(timer)
+        if soon and not pending.soon:
+            pending.timer.cancel()
+            pending.timer = loop.call_soon(self._linger_over, thread_id)
+            pending.soon = True
         pending.rows.extend(rows)
         waiter: asyncio.Future[None] = loop.create_future()
         pending.waiters.append(waiter)

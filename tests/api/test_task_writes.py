@@ -17,10 +17,11 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import empty_checkpoint
 
 from api import task_writes
-from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.saver import DELTA_CHANNELS_KEY, EVENTS_BARRIER_KEY, PooledSaver, delta_channels
 from api.store.events import EventRows
 from api.task_writes import LINGER_SECONDS
 from tests.utils.fan_out import fan_out
@@ -141,6 +142,48 @@ async def test_a_steps_task_writes_are_committed_with_the_checkpoint_after_them(
     assert [sorted(str(t.result) for t in s.tasks) for s in history] == [
         sorted(str(t.result) for t in s.tasks) for s in stock_history
     ]
+
+
+class DeltaState(TypedDict, total=False):
+    done: Annotated[
+        list[int], DeltaChannel(lambda left, writes: [*left, *(x for w in writes for x in w)])
+    ]
+    joined: bool
+
+
+async def test_writes_to_a_delta_channel_are_stored_at_once_not_after_the_delay(
+    runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangGraph saves a step's checkpoint only once the writes to a ``DeltaChannel`` before it
+    are stored, so those cannot wait for the checkpoint to take them along: waiting would hold
+    every step for the whole delay (the built-in agent's ``messages``, 20 ms a step). Here the
+    delay is far longer than the run may take: the run ends in time only if the delta writes
+    go at once. The rest (``joined``) still rides with its checkpoint."""
+    monkeypatch.setattr(task_writes, "LINGER_SECONDS", 60.0)
+
+    async def work(call: dict[str, int]) -> DeltaState:
+        return {"done": [call["i"]]}
+
+    graph = fan_out(
+        DeltaState,
+        runtime.saver,
+        fan=lambda _: {},
+        work=work,
+        join=lambda _: {"joined": True},
+        calls=FAN_OUT,
+    )
+    assert delta_channels(graph) == {"done"}
+    assert delta_channels(runtime.graphs["agent"]) == {"messages"}  # the built-in agent's
+    thread_id = str(uuid.uuid4())
+    config = _config(thread_id, served=True)
+    config["configurable"][DELTA_CHANNELS_KEY] = delta_channels(graph)
+    final = await asyncio.wait_for(graph.ainvoke({}, config, durability="sync"), 20)
+    assert sorted(final["done"]) == list(range(FAN_OUT)) and final["joined"]
+    stored = await _writes(runtime, thread_id)
+    delta = [w for w in stored if w["channel"] == "done"]
+    assert len(delta) == FAN_OUT and all(w["written_in"] != w["next_in"] for w in delta), delta
+    joined = [w for w in stored if w["channel"] == "joined"]
+    assert joined and all(w["written_in"] == w["next_in"] for w in joined), joined
 
 
 async def test_a_finished_tasks_writes_are_stored_while_a_slow_sibling_still_runs(
