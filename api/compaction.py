@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
 
 from api.database import Pool
-from api.saver import PooledSaver
+from api.saver import PooledSaver, delta_channels
 from api.store import runs
 
 SNAPSHOT_BLOB_SQL = """
@@ -115,11 +114,7 @@ async def compact_thread(
     if counts["n"] <= 1:
         return Compacted(kept=latest.checkpoint["id"], deleted_checkpoints=0)
     versions = latest.checkpoint["channel_versions"]
-    delta = [
-        name
-        for name, channel in graph.channels.items()
-        if isinstance(channel, DeltaChannel) and name in versions
-    ]
+    delta = sorted(name for name in delta_channels(graph) if name in versions)
     values: dict[str, Any] = {}
     if delta:
         if state is None or checkpoint_id_of(state.config) != latest.checkpoint["id"]:

@@ -21,11 +21,14 @@ from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import empty_checkpoint
 
 from api import task_writes
+from api.lifecycle import open_service
 from api.saver import DELTA_CHANNELS_KEY, EVENTS_BARRIER_KEY, PooledSaver, delta_channels
+from api.schemas import RunCreate
 from api.store.events import EventRows
 from api.task_writes import LINGER_SECONDS
 from tests.utils.fan_out import fan_out
 from tests.utils.locks import cancel_while_it_waits
+from tests.utils.tasks import counter
 
 FAN_OUT = 3
 
@@ -184,6 +187,28 @@ async def test_writes_to_a_delta_channel_are_stored_at_once_not_after_the_delay(
     assert len(delta) == FAN_OUT and all(w["written_in"] != w["next_in"] for w in delta), delta
     joined = [w for w in stored if w["channel"] == "joined"]
     assert joined and all(w["written_in"] == w["next_in"] for w in joined), joined
+
+
+async def test_the_service_names_its_graphs_delta_channels_so_agent_steps_do_not_wait(
+    runtime: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executor puts the graph's delta channels in every run's config: a run of the
+    built-in agent, served, whose ``messages`` writes waited for the delay (a minute here)
+    would take a minute a step; it ends within seconds."""
+    monkeypatch.setattr(task_writes, "LINGER_SECONDS", 60.0)
+    async with open_service(settings, runtime=runtime) as svc:
+        run = await svc.create_run(
+            str(uuid.uuid4()),
+            RunCreate(assistant_id="agent", input=counter(2), if_not_exists="create"),
+        )
+        deadline = time.monotonic() + 30
+        while (now := await svc.refreshed_run(run["thread_id"], run["run_id"]))["status"] in (
+            "pending",
+            "running",
+        ):
+            assert time.monotonic() < deadline, f"the run did not end in 30 s: {now}"
+            await asyncio.sleep(0.05)
+    assert now["status"] == "success", now
 
 
 async def test_a_finished_tasks_writes_are_stored_while_a_slow_sibling_still_runs(
