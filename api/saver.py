@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.serde.types import ERROR
 from psycopg import AsyncConnection
 
 from api.commit_gate import passed
@@ -50,6 +51,27 @@ DELTA_CHANNELS_KEY = "__threadline_delta_channels"
 (:func:`delta_channels`). LangGraph saves a step's checkpoint only after the task writes to such
 a channel are stored (a delta channel is rebuilt from its writes), so those writes cannot wait
 for the checkpoint to take them along: they are stored at once (``api.task_writes``)."""
+
+
+ERROR_SOURCE_NODE = "__error_source_node__"
+"""LangGraph's control write naming a failed task's node for its error handler (with the
+``ERROR`` write), kept with it; LangGraph exports no public name for it."""
+
+
+def whole_task_writes(writes: Sequence[tuple[str, Any]]) -> Sequence[tuple[str, Any]]:
+    """A task's writes as stored: all of them, or only its error when it did not finish.
+
+    LangGraph saves a task that failed or was cancelled with the writes it made so far and its
+    ``ERROR`` (``PregelRunner.commit``), and a later run reads any task with an output write as
+    finished. A node's update written before its conditional edge ran, with the edge cut off
+    (a sibling task failed because the database went away, and LangGraph cancelled the rest of
+    the step), would then end the graph on the next attempt with the rest of its work undone:
+    a false ``success``. A task's outputs are stored only when it finished; a task that did not
+    keeps its control writes (error, interrupt, resume values), reads as unfinished and runs
+    again, whole, on resume (``tests/api/test_cut_tasks.py``)."""
+    if not any(channel == ERROR for channel, _ in writes):
+        return writes
+    return [(c, v) for c, v in writes if c in WRITES_IDX_MAP or c == ERROR_SOURCE_NODE]
 
 
 def delta_channels(graph: Any) -> frozenset[str]:
@@ -95,6 +117,7 @@ class PooledSaver(AsyncPostgresSaver):
         task_path: str = "",
     ) -> None:
         configurable = config["configurable"]
+        writes = whole_task_writes(writes)
         if EVENTS_BARRIER_KEY not in configurable:
             return await super().aput_writes(config, writes, task_id, task_path)
         await passed(configurable)  # a run still committing (api.commit_gate)
