@@ -22,14 +22,12 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from api.db_health import DatabaseHealth, DatabaseUnavailable, QuietDuringOutage
 from api.embedded import start_embedded
 
 logger = logging.getLogger(__name__)
-
-Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
-"""The process's pool; connections return rows as dicts."""
 
 MIGRATION_LOCK = 7_310_001
 """Advisory lock key: replicas starting together run migrations and ``setup()`` one at a time."""
@@ -69,11 +67,25 @@ IDLE_CHECK_SECONDS = 30.0
 """A connection idle for longer is checked before use (a restarted server may have closed it)."""
 
 
+SUSPECT_SECONDS = 2.0
+"""A caller that waited this long for a connection asks whether the database answers at all
+(``api.db_health``): if not, it gets :class:`DatabaseUnavailable` now rather than a pool timeout
+after ``POOL_TIMEOUT_SECONDS``; if it does (the pool is busy), it waits on."""
+POOL_TIMEOUT_SECONDS = 30.0
+
+
 async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
     # Checking every checkout costs a round trip each (a third of the service's statements);
     # a connection in steady use is known good, and a broken one is discarded when it fails.
+    # One returned before the last database fault was seen may have died with the server:
+    # checked, and discarded (the pool hands out another) if it did.
     returned = getattr(conn, "_threadline_returned", None)
-    if returned is None or time.monotonic() - returned > IDLE_CHECK_SECONDS:
+    health: DatabaseHealth | None = getattr(conn, "_threadline_health", None)
+    if (
+        returned is None
+        or time.monotonic() - returned > IDLE_CHECK_SECONDS
+        or (health is not None and returned <= health.faulted_at)
+    ):
         await conn.execute("SELECT 1", prepare=False)
 
 
@@ -84,7 +96,31 @@ class RecentFirstPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
     mostly among a connection's first five executions (planned anew at every bind) for the
     first hundred runs, and parsed on each connection in turn. Taken most recent first, the few
     connections a light load needs stay warm; under load every connection is in use either way.
-    The pool shrinks from the other end, the connections idle longest."""
+    The pool shrinks from the other end, the connections idle longest.
+
+    It also knows whether the database answers (:attr:`health`): while it does not, a caller
+    gets :class:`DatabaseUnavailable` at once, and one that waited ``SUSPECT_SECONDS`` for a
+    connection finds out whether it ever will."""
+
+    health: DatabaseHealth
+
+    async def getconn(self, timeout: float | None = None) -> AsyncConnection[DictRow]:
+        health = self.health
+        if health.down:
+            raise DatabaseUnavailable(health.why)
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            wait = min(SUSPECT_SECONDS, deadline - time.monotonic())
+            try:
+                conn = await super().getconn(max(wait, 0.001))
+            except PoolTimeout as err:
+                if time.monotonic() >= deadline:
+                    raise
+                if await health.suspect():
+                    raise DatabaseUnavailable(health.why) from err
+                continue  # busy, not down: wait on
+            conn._threadline_health = health  # type: ignore[attr-defined]
+            return conn
 
     async def _get_ready_connection(self, timeout: float | None) -> Any:
         if len(self._pool) > 1:
@@ -97,6 +133,10 @@ class RecentFirstPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
         # Shielded: a caller cancelled meanwhile does not leave it out of the pool.
         conn._threadline_returned = time.monotonic()  # type: ignore[attr-defined]
         await asyncio.shield(super().putconn(conn))
+
+
+Pool = RecentFirstPool
+"""The process's pool; connections return rows as dicts."""
 
 
 @asynccontextmanager
@@ -113,13 +153,19 @@ async def open_pool(url: str, *, max_size: int, min_size: int = 1) -> AsyncItera
         check=_check_if_idle,
         open=False,
         name="threadline",
+        timeout=POOL_TIMEOUT_SECONDS,
     )
+    pool.health = DatabaseHealth(url)
+    quiet = QuietDuringOutage(pool.health)
+    logging.getLogger("psycopg.pool").addFilter(quiet)
     await pool.open(wait=True, timeout=30)
     if min_size > 1:
         await pool.resize(min_size=min(min_size, max_size), max_size=max_size)
     try:
         yield pool
     finally:
+        logging.getLogger("psycopg.pool").removeFilter(quiet)
+        await pool.health.close()
         await pool.close()
 
 

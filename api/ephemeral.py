@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from api.db_health import log_failure
 from api.runtime import Runtime
 from api.store import ephemeral
 
@@ -42,6 +43,11 @@ async def sweep_loop(runtime: Runtime) -> None:
         try:
             if removed := await sweep(runtime):
                 logger.info("removed %d thread(s) of finished threadless runs", removed)
-        except Exception:
-            logger.exception("removing the threads of threadless runs failed; retrying")
+        except Exception as err:
+            log_failure(
+                logger,
+                runtime.pool.health,
+                err,
+                "removing the threads of threadless runs failed; retrying",
+            )
         await asyncio.sleep(every)

@@ -6,11 +6,20 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from api.db_health import (
+    RETRY_AFTER_SECONDS,
+    DatabaseHealth,
+    DatabaseUnavailable,
+    describe,
+    is_database_fault,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +63,7 @@ WHY = {
     409: "Conflicts with the thread's current state (a run is active, or already answered).",
     413: "The request body is larger than THREADLINE_MAX_BODY_BYTES.",
     422: "The request is malformed: a parameter or the body is invalid (the detail says which).",
+    503: "The database is unreachable or busy: retry after the Retry-After header's seconds.",
 }
 
 
@@ -89,6 +99,31 @@ def _json(detail: str, status: int, headers: Mapping[str, str] | None = None) ->
     return JSONResponse({"detail": safe}, status_code=status, headers=headers)
 
 
+def _health(request: Request) -> DatabaseHealth | None:
+    service = getattr(request.app.state, "service", None)
+    return getattr(getattr(service, "pool", None), "health", None)
+
+
+def database_fault_response(request: Request, err: BaseException) -> JSONResponse:
+    """``503`` with ``Retry-After`` for a request the database's absence stopped. The outage is
+    logged once, by the health watch (``api.db_health``), not once per request."""
+    health = _health(request)
+    if isinstance(err, DatabaseUnavailable):
+        detail = str(err)
+    else:
+        if health is not None:
+            health.fault(err)
+        if health is not None and health.down:
+            detail = str(DatabaseUnavailable(health.why))
+        else:
+            detail = (
+                f"The database connection failed ({describe(err)}); the request was not carried "
+                f"out. Retry in {RETRY_AFTER_SECONDS} s."
+            )
+    logger.debug("%s %s: 503, %s", request.method, request.url.path, describe(err))
+    return _json(detail, 503, {"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers: our errors, validation errors, and a last resort that logs."""
 
@@ -115,10 +150,27 @@ def install(app: FastAPI) -> None:
             return _json("Invalid request: the body must be UTF-8 JSON. See /docs.", 422)
         return _json(str(detail), err.status_code, err.headers)
 
+    @app.exception_handler(DatabaseUnavailable)
+    async def unavailable(request: Request, err: DatabaseUnavailable) -> JSONResponse:
+        return database_fault_response(request, err)
+
+    @app.exception_handler(psycopg.Error)
+    async def database_error(request: Request, err: psycopg.Error) -> JSONResponse:
+        if is_database_fault(err):
+            return database_fault_response(request, err)
+        return _internal(err)
+
     @app.exception_handler(Exception)
-    async def unexpected(_: Request, err: Exception) -> JSONResponse:
-        logger.exception("unhandled error")
-        return JSONResponse(
-            {"detail": f"Internal error ({type(err).__name__}); the server log has the details."},
-            status_code=500,
-        )
+    async def unexpected(request: Request, err: Exception) -> JSONResponse:
+        if is_database_fault(err):  # wrapped in another error
+            return database_fault_response(request, err)
+        return _internal(err)
+
+
+def _internal(err: Exception) -> JSONResponse:
+    """The last resort: the traceback to the log, a 500 that says where to look."""
+    logger.error("unhandled error", exc_info=err)
+    return JSONResponse(
+        {"detail": f"Internal error ({type(err).__name__}); the server log has the details."},
+        status_code=500,
+    )

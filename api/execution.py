@@ -10,7 +10,6 @@ event, the run's status and the thread's status are written in one transaction.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -23,11 +22,13 @@ from api.auth.user import User
 from api.commit_gate import gated
 from api.compaction import compact_thread
 from api.database import run_to_completion
+from api.db_health import is_database_fault
 from api.hub import Hub
 from api.metrics import StepTimer
 from api.rollback import roll_back, rolled_back
 from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
 from api.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
+from api.run_outcome import ending, stalled_message
 from api.runtime import Runtime
 from api.saver import DELTA_CHANNELS_KEY, EVENTS_BARRIER_KEY, PooledSaver, delta_channels
 from api.serde import to_jsonable
@@ -143,7 +144,7 @@ class Executor:
         if run.get("stalled_attempts", 0) >= settings.max_attempts:
             # Attempts that saved something do not count: only a run that keeps dying at the
             # same place ends here, not one killed often while it moves on.
-            message = await self._stalled_message(run)
+            message = await stalled_message(self.runtime.graphs[run["assistant_id"]], run)
             logger.warning("run %s: %s", run_id, message)
             error: ErrorEvent = {"error": "AttemptsExhausted", "message": message}
             await emitter.emit("error", error)
@@ -197,18 +198,23 @@ class Executor:
         except LostRun:
             raise
         except Exception as err:
-            if emitter.failed is not None:
-                # The event log could not be written: leave the run to its lease, so a later
-                # attempt continues it from its last checkpoint.
+            if emitter.failed is not None or is_database_fault(err):
+                # The event log could not be written, or the database went away: not the run's
+                # own error. The worker hands it back (api.worker), and a later attempt
+                # continues it from its last checkpoint.
                 raise
             logger.exception("run %s failed", run_id)
             failed: ErrorEvent = {"error": type(err).__name__, "message": str(err)}
             await emitter.emit("error", failed)
             await self.finish(emitter, thread_id, "error", f"{type(err).__name__}: {err}")
             return
-        # A breakpoint (interrupt_before/after) pauses with tasks left and no interrupt value.
-        breakpoints = kwargs.get("interrupt_before") or kwargs.get("interrupt_after")
-        interrupted = bool(state.interrupts) or bool(breakpoints and state.next)
+        interrupted, unfinished = ending(graph, state, kwargs)
+        if unfinished is not None:  # not a success (api.run_outcome)
+            logger.error("run %s: %s", run_id, unfinished)
+            stopped: ErrorEvent = {"error": "GraphNotFinished", "message": unfinished}
+            await emitter.emit("error", stopped)
+            await self.finish(emitter, thread_id, "error", unfinished)
+            return
         if settings.checkpoint_retention == "latest" and not interrupted:
             await self._compact(graph, thread_id, state)
         await self.finish(
@@ -219,34 +225,6 @@ class Executor:
             values=state.values,
             interrupted=interrupted,
             interrupts={t.id: list(t.interrupts) for t in state.tasks if t.interrupts},
-        )
-
-    async def _stalled_message(self, run: dict[str, Any]) -> str:
-        """Why a run ends out of attempts, naming the step where its attempts kept dying."""
-        stalled = run.get("stalled_attempts", 0)
-        where = "before it saved its first checkpoint"
-        try:
-            state = await self.runtime.graphs[run["assistant_id"]].aget_state(
-                {"configurable": {"thread_id": run["thread_id"]}}
-            )
-            if state.config:  # the thread has a checkpoint
-                unfinished = Counter(t.name for t in state.tasks if t.result is None)
-                nodes = ", ".join(
-                    f"'{name}'" + (f" ({count} tasks)" if count > 1 else "")
-                    for name, count in sorted(unfinished.items())
-                )
-                # The checkpoint's step is the one that saved it; its tasks run in the next.
-                step = (state.metadata or {}).get("step")
-                parts = [f"at step {step + 1} of the graph"] if isinstance(step, int) else []
-                parts += [f"running {nodes}"] if nodes else []
-                where = ", ".join(parts) or "at its latest checkpoint"
-        except Exception:  # the message is best effort; the run ends either way
-            logger.exception("reading the state of thread %s failed", run["thread_id"])
-        attempts = "attempt" if stalled == 1 else f"{stalled} attempts in a row"
-        return (
-            f"run stopped: its last {attempts} saved no new checkpoint; each time the process "
-            f"running it died or stopped renewing its lease {where}. Fix the cause, then "
-            "resume the thread with a new run whose input is null."
         )
 
     async def _compact(self, graph: Any, thread_id: str, state: Any) -> None:

@@ -63,8 +63,11 @@ class Subscription(asyncio.Event):
 class Hub:
     """One listening connection per process; in-process subscribers wait on asyncio events."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, on_lost: Callable[[BaseException], None] | None = None) -> None:
         self.url = url
+        self.on_lost = on_lost
+        """Told when the listener loses its connection or cannot connect (``api.db_health``):
+        the first sign of an outage while nothing else uses the database."""
         self._run_waiters: dict[str, set[Subscription]] = defaultdict(set)
         self._local_seq: dict[str, int] = {}
         self.runs_changed = asyncio.Event()
@@ -221,8 +224,14 @@ class Hub:
                 raise
             except Exception as err:
                 self.peers = True
+                first = self.connected.is_set() or delay == 0.2
                 self.connected.clear()
-                logger.warning("notification listener lost its connection (%s); retrying", err)
+                if self.on_lost is not None:
+                    self.on_lost(err)
+                # Once per loss: an outage is logged by the database's health watch.
+                (logger.info if first else logger.debug)(
+                    "notification listener lost its connection (%s); retrying", err
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 

@@ -46,7 +46,7 @@ async def open_service(
         if runtime is None:
             runtime = await stack.enter_async_context(open_runtime(settings))
             await add_config_graphs(runtime, settings)
-        hub = Hub(runtime.database.url)
+        hub = Hub(runtime.database.url, on_lost=runtime.pool.health.fault)
         await hub.start()
         stack.push_async_callback(hub.stop)
         service = Service(runtime=runtime, hub=hub, access=access or Access())

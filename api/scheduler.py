@@ -25,6 +25,7 @@ from psycopg import AsyncConnection
 
 from api.cron_schedule import next_after
 from api.database import Pool
+from api.db_health import log_failure
 from api.hub import Hub
 from api.store import crons, runs, threads
 from api.store.rows import iso
@@ -118,6 +119,6 @@ class Scheduler:
                         break
                 if queued:
                     self.hub.runs_changed.set()  # this process's workers: now, not at the echo
-            except Exception:  # the database went away a moment: try again next pass
-                logger.exception("scheduler pass failed")
+            except Exception as err:  # the database went away a moment: try again next pass
+                log_failure(logger, self.pool.health, err, "scheduler pass failed")
             await asyncio.sleep(self.poll_seconds)

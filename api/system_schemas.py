@@ -91,6 +91,8 @@ class AssistantSchemas(BaseModel):
 
 class Health(BaseModel):
     ok: bool
+    database: Literal["up"] = "up"
+    """The database answers (while it does not, ``/ok`` answers ``503`` with ``Retry-After``)."""
 
 
 class PolicyInfo(BaseModel):

@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.commit_gate import COMMIT_GATE_KEY, CommitGate, NotCommitted, committed, landed
+from api.db_health import is_database_fault, log_failure
 from api.ephemeral import sweep_loop
 from api.execution import Executor
+from api.hand_back import after_database_fault, release_claimed
 from api.hub import Hub
 from api.lease_connection import LeaseConnection
-from api.logs import bind_run, run_context
+from api.logs import bind_run
 from api.metrics import attempt_claimed
 from api.runtime import Runtime
 from api.store import events, runs
@@ -148,12 +150,16 @@ class Workers:
             except asyncio.CancelledError:
                 for _ in range(taken):
                     self.slots.release()
-                await asyncio.shield(self._hand_back(claiming))
+                await asyncio.shield(release_claimed(self.pool, claiming, self.worker_id))
                 raise
-            except Exception:
+            except Exception as err:
                 for _ in range(taken):
                     self.slots.release()
-                logger.exception("claiming a run failed; retrying")
+                if is_database_fault(err):
+                    self.pool.health.fault(err)
+                    await self.pool.health.wait_up(timeout=self.settings.poll_seconds * 5)
+                else:
+                    logger.exception("claiming a run failed; retrying")
                 await asyncio.sleep(self.settings.poll_seconds)
                 continue
             for _ in range(taken - len(claimed)):
@@ -178,20 +184,6 @@ class Workers:
                 executing=list(self.active),
             )
 
-    async def _hand_back(self, claiming: asyncio.Future[list[tuple[dict[str, Any], int]]]) -> None:
-        """Hand back what a claim cancelled mid-statement took: nothing will execute it here."""
-        try:
-            claimed = await claiming
-        except Exception:
-            return
-        for run, _ in claimed:
-            with run_context(run):
-                try:
-                    async with self.pool.connection() as conn:
-                        await runs.release(conn, run["run_id"], run["attempt"], self.worker_id)
-                except Exception:
-                    logger.exception("handing back run %s failed; its lease expires", run["run_id"])
-
     async def _heartbeat_loop(self) -> None:
         """Renew the leases of the runs executing here, on a connection of its own: however
         busy the pool is with those runs, their heartbeat never waits behind them."""
@@ -215,8 +207,8 @@ class Workers:
                 self.settings.lease_seconds,
                 [run_id for run_id, _ in before],
             )
-        except Exception:
-            logger.exception("renewing leases failed")
+        except Exception as err:
+            log_failure(logger, self.pool.health, err, "renewing leases failed")
             await lease.close()  # a new connection next time
             return
         for run_id, execution in before:
@@ -267,8 +259,13 @@ class Workers:
             logger.info("run %s: its transaction did not commit; stopped before any write", run_id)
         except LostRun:
             logger.warning("run %s was taken over by another worker", run_id)
-        except Exception:
-            logger.exception("run %s: bookkeeping failed; its lease will expire", run_id)
+        except Exception as err:
+            if is_database_fault(err):
+                await after_database_fault(
+                    self.pool, self.hub, run, self.worker_id, err, lambda: self.stopping
+                )
+            else:
+                logger.exception("run %s: bookkeeping failed; its lease will expire", run_id)
         finally:
             if self.active.get(run_id) is execution:  # not a later attempt claimed meanwhile
                 del self.active[run_id]

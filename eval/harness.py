@@ -495,6 +495,9 @@ class StreamFollower:
         async with client.stream(
             "GET", url + self.path, headers={"Last-Event-ID": last}, params=params
         ) as response:
+            if response.status_code == 503:  # the database is down: retry as told
+                await asyncio.sleep(float(response.headers.get("Retry-After") or 1))
+                return
             if response.status_code != 200:
                 body = (await response.aread()).decode(errors="replace")
                 raise AssertionError(

@@ -29,7 +29,8 @@ from api.auth import custom, keys
 from api.auth.access import Access
 from api.auth.context import set_caller
 from api.auth.user import NOBODY, Unauthorized, User
-from api.errors import ApiError, Forbidden
+from api.db_health import is_database_fault
+from api.errors import ApiError, Forbidden, database_fault_response
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,11 @@ class Guard:
             headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
             response = JSONResponse({"detail": err.message}, err.status, headers=headers)
             await response(scope, receive, send)
+            return
+        except Exception as err:  # outside the app's handlers: a key lookup's database fault
+            if not is_database_fault(err):
+                raise
+            await database_fault_response(Request(scope), err)(scope, receive, send)
             return
         set_caller(user)
         await self.app(scope, receive, send)

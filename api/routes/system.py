@@ -5,21 +5,33 @@ from __future__ import annotations
 from importlib.metadata import version
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from api.deps import ServiceDep
+from api.errors import responses
 from api.system_schemas import Health, Info
 from api.validation import CheckedRoute
 
 router = APIRouter(tags=["system"], route_class=CheckedRoute)
 
 
-@router.get("/ok", response_model=Health)
-async def ok(svc: ServiceDep) -> Any:
-    """Liveness: the database answers."""
+@router.get("/ok", response_model=Health, responses=responses(503))
+async def ok(
+    svc: ServiceDep,
+    check_db: int = Query(
+        0,
+        ge=0,
+        le=1,
+        description="LangGraph Server's parameter, accepted: the database is always asked.",
+    ),
+) -> Any:
+    """Health: ``200`` while the database answers, ``503`` with ``Retry-After`` (at once, or
+    within a few seconds of an outage's start) while it does not."""
+    # While an outage is known the pool refuses at once (DatabaseUnavailable); a fault here
+    # answers 503 too (api.errors).
     async with svc.pool.connection() as conn:
         await conn.execute("SELECT 1")
-    return {"ok": True}
+    return {"ok": True, "database": "up"}
 
 
 @router.get("/info", responses={200: {"model": Info}})

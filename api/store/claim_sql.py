@@ -48,8 +48,12 @@ WITH picked AS (
 marked AS (SELECT p.run_id, {progress_mark("p.thread_id")} AS mark FROM picked p)
 UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = %(worker)s,
        lease_until = now() + make_interval(secs => %(lease)s), updated_at = now(),
-       -- the previous attempt stalled when the thread saved nothing since it was claimed
+       -- the previous attempt stalled when the thread saved nothing since it was claimed,
+       -- unless the database itself restarted meanwhile (killed, stopped, crashed): that
+       -- attempt could not save anything, and it is not the run's failure
        stalled_attempts = CASE WHEN runs.progress IS NULL THEN runs.stalled_attempts
+                               WHEN runs.updated_at < pg_postmaster_start_time()
+                                    THEN runs.stalled_attempts
                                WHEN runs.progress = m.mark THEN runs.stalled_attempts + 1
                                ELSE 0 END,
        progress = m.mark
