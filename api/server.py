@@ -6,9 +6,11 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -24,26 +26,40 @@ def serve(
     port: int | None = None,
     config: str | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM; shutdown hands running runs back (see ``Workers.stop``)."""
+    """Serve until SIGINT/SIGTERM; shutdown hands running runs back (see ``Workers.stop``), then
+    the process exits normally (status 0), stopping the embedded PostgreSQL if it was its last
+    live user."""
     if config:
         settings = settings.model_copy(update={"config": Path(config)})
     if host:
         settings = settings.model_copy(update={"host": host})
-    configure_logging(settings.log_level, settings.log_format)
-    app = create_app(settings)
-    check_exposure(settings, app.state.access.enabled)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=port if port is not None else settings.port,
-        log_level=settings.log_level,
-        log_config=uvicorn_log_config(settings.log_format),
-        # Open SSE streams would hold shutdown forever; clients reconnect with Last-Event-ID.
-        timeout_graceful_shutdown=3,
-        # Longer than clients' idle reuse (httpx: 5 s), so a client never sends on a connection
-        # the server is closing at that moment.
-        timeout_keep_alive=30,
-    )
+    # uvicorn shuts down on SIGTERM, puts back the handler it found and raises the signal again.
+    # With the default one the process would die there, before its exit handlers (``atexit``)
+    # run, and the embedded PostgreSQL (``api.embedded``) would count it as a user forever. This
+    # one makes that a normal exit, as Ctrl-C's KeyboardInterrupt is: status 0, handlers run.
+    previous = signal.signal(signal.SIGTERM, _exit_normally)
+    try:
+        configure_logging(settings.log_level, settings.log_format)
+        app = create_app(settings)
+        check_exposure(settings, app.state.access.enabled)
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=port if port is not None else settings.port,
+            log_level=settings.log_level,
+            log_config=uvicorn_log_config(settings.log_format),
+            # Open SSE streams would hold shutdown forever; clients reconnect with Last-Event-ID.
+            timeout_graceful_shutdown=3,
+            # Longer than clients' idle reuse (httpx: 5 s), so a client never sends on a
+            # connection the server is closing at that moment.
+            timeout_keep_alive=30,
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_normally(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 def is_loopback(host: str) -> bool:

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from api.builtin_agent.rules import OFFLINE_MODEL_NAME, Limits, parse_mcp_servers, validate_rules
@@ -17,9 +26,16 @@ def _default_data_dir() -> Path:
 
 
 class Settings(BaseSettings):
-    """threadline's configuration; environment variables are ``THREADLINE_<FIELD>`` unless noted."""
+    """threadline's configuration; environment variables are ``THREADLINE_<FIELD>`` unless noted.
 
-    model_config = SettingsConfigDict(env_prefix="THREADLINE_", extra="ignore")
+    A list is a JSON array or comma-separated items, a dict a JSON object (``values_from_text``).
+    """
+
+    # Lists and JSON objects are parsed by ``values_from_text`` instead of pydantic-settings, whose
+    # JSON decoding fails outside validation (one SettingsError, the other problems unreported).
+    model_config = SettingsConfigDict(
+        env_prefix="THREADLINE_", extra="ignore", enable_decoding=False
+    )
 
     database_url: str | None = Field(
         None, validation_alias=AliasChoices("DATABASE_URL", "THREADLINE_DATABASE_URL")
@@ -95,6 +111,18 @@ class Settings(BaseSettings):
     clients still reading its stream or values, before it is removed (``api.ephemeral``)."""
     max_body_bytes: int = Field(1_048_576, ge=1024)
     """Largest request body accepted (413 above it)."""
+    sse_send_timeout_seconds: float = Field(30.0, gt=0, le=3600)
+    """Seconds an SSE stream waits for its client to accept data (an event, a heartbeat, the end
+    of the stream) before it drops the connection, with what the server buffered for it
+    (``api.sse``). The run goes on (unless the client asked for ``on_disconnect: cancel``), and
+    the client resumes with ``Last-Event-ID``. A client that stopped reading would otherwise hold
+    its connection and buffers forever."""
+    max_streams_per_client: int = Field(256, ge=0)
+    """SSE streams one client may hold open at once on this process: the authenticated identity,
+    or without authentication the address it connects from; more get 429 with ``Retry-After``
+    (``api.stream_limits``). ``0``: no limit. 256 is above the most one legitimate client is
+    known to hold (the benchmark follows 200 runs from one process; a backend may stream for
+    many users under one key) and a quarter of the common 1024 open-files limit."""
     checkpoint_retention: Literal["all", "latest"] = "all"
     """``all``: every step's checkpoint stays (history, time travel), as in LangGraph's server.
     ``latest``: when a run ends ``success``, only the thread's latest checkpoint is kept, with a
@@ -108,9 +136,9 @@ class Settings(BaseSettings):
     tasks_dir: Path | None = None
     """A directory of the operator's own task files (``agent.tasks.operator``), one JSON each."""
     freeform_check: list[str] | None = None
-    """Acceptance check of free-text runs, JSON list (program and arguments); unset: none."""
+    """Acceptance check of free-text runs, a list (program and arguments); unset: none."""
     allowed_programs: list[str] | None = None
-    """Programs ``run_command`` may start (JSON list); unset: the built-in allow-list."""
+    """Programs ``run_command`` may start (a list); unset: the built-in allow-list."""
     sandbox: Literal["auto", "bwrap", "off"] = "auto"
     """How commands (``run_command``, acceptance checks) are confined (``agent.tools.sandbox``).
     ``auto``: bubblewrap when it can start, else commands are refused with how to enable it;
@@ -138,9 +166,9 @@ class Settings(BaseSettings):
     insecure_no_auth: bool = False
     """Let a server without authentication bind a non-loopback address (logged, in ``/info``)."""
     allowed_hosts: list[str] = Field(default_factory=lambda: ["localhost", "127.0.0.1", "::1"])
-    """``Host`` names the server answers to (against DNS rebinding), JSON; ``["*"]``: any."""
+    """``Host`` names the server answers to (against DNS rebinding); ``["*"]`` or ``*``: any."""
     cors_origins: list[str] = Field(default_factory=list)
-    """Browser origins besides the page's own that may call the API (CORS), JSON list."""
+    """Browser origins besides the page's own that may call the API (CORS), a list."""
     review_permission: str = "threadline:review"
     """A permission that lets an identity read and approve threads it does not own."""
     approve_permission: str | None = None
@@ -151,6 +179,20 @@ class Settings(BaseSettings):
     """``json``: every log line of ``threadline serve`` is a JSON object (timestamp, level,
     logger, message, and ``run_id``/``thread_id``/``attempt`` on lines about a run); ``text``:
     plain lines, with the run's fields appended (``api.logs``)."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def values_from_text(cls, value: Any, info: ValidationInfo) -> Any:
+        """A list setting is a JSON array or comma-separated items; a dict setting is a JSON
+        object; an empty or blank value of either means its default."""
+        if not isinstance(value, str) or info.field_name is None:
+            return value
+        container = _container(cls.model_fields[info.field_name].annotation)
+        if container is None:
+            return value
+        if not value.strip():
+            raise PydanticUseDefault()
+        return _list_from_text(value) if container is list else _object_from_text(value)
 
     @field_validator("approval_policy")
     @classmethod
@@ -209,3 +251,30 @@ class Settings(BaseSettings):
                 f" at {self.openai_base_url}" if self.openai_base_url else ""
             )
         return OFFLINE_MODEL_NAME
+
+
+def _container(annotation: Any) -> type | None:
+    """``list`` or ``dict`` when a field holds one (or None), else None."""
+    for candidate in (annotation, *get_args(annotation)):
+        origin = get_origin(candidate) or candidate
+        if origin is list or origin is dict:
+            return origin
+    return None
+
+
+def _list_from_text(text: str) -> Any:
+    if text.lstrip().startswith("["):
+        try:
+            return json.loads(text)
+        except ValueError as err:
+            raise ValueError(
+                f"not a valid JSON array ({err}): give a JSON array or comma-separated values"
+            ) from None
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _object_from_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise ValueError(f"not valid JSON ({err}): give a JSON object") from None

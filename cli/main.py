@@ -7,11 +7,13 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 import uuid
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import AliasChoices, ValidationError
+from pydantic_settings.exceptions import SettingsError
 
 from agent.tasks import CATALOG, get_task
 from api.settings import Settings
@@ -65,13 +67,38 @@ def parser() -> argparse.ArgumentParser:
 
 
 def load_settings() -> Settings:
+    """The settings, or an exit with every problem in one message (no traceback)."""
     try:
         return Settings()
-    except ValidationError as err:
-        problems = "\n".join(
-            f"  - {'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}" for e in err.errors()
-        )
+    except (ValidationError, SettingsError) as err:
+        problems = "\n".join(f"  - {problem}" for problem in settings_problems(err))
         sys.exit(f"threadline: invalid settings:\n{problems}")
+
+
+def settings_problems(error: ValidationError | SettingsError) -> list[str]:
+    """One line per problem, each naming the environment variable to fix."""
+    if isinstance(error, SettingsError):  # a settings source failed; no field was validated
+        field = re.search(r'field "(\w+)"', str(error))
+        where = _variable((field.group(1),)) if field else "settings"
+        return [f"{where}: {error.__cause__ or error}"]
+    return [
+        f"{_variable(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in error.errors()
+    ]
+
+
+def _variable(loc: tuple[int | str, ...]) -> str:
+    """``("cors_origins", 0)`` → ``THREADLINE_CORS_ORIGINS[0]``; an alias (``DATABASE_URL``) is
+    already the variable's name; no location: the settings as a whole."""
+    if not loc:
+        return "settings"
+    head, *rest = loc
+    name = str(head)
+    field = Settings.model_fields.get(name)
+    if field is not None:
+        alias = field.validation_alias
+        first = alias.choices[0] if isinstance(alias, AliasChoices) else alias
+        name = first if isinstance(first, str) else f"THREADLINE_{name.upper()}"
+    return name + "".join(f"[{json.dumps(part)}]" for part in rest)
 
 
 async def drive(settings: Settings, thread_id: str, first: Any, *, auto_approve: bool) -> int:
