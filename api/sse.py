@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import weakref
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -10,14 +12,20 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Message, Receive, Scope, Send
 
 from api.database import Pool
+from api.db_health import is_database_fault
 from api.hub import Hub, Subscription
 from api.messages_mode import MessagesTranslator, derives
 from api.metrics import SSE_CLIENTS
 from api.store import events, runs
+from api.stream_limits import Slot, abort
 from api.stream_modes import event_names
+
+logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 5.0
 CONTROL_EVENTS = {"metadata", "error", "end"}
+OUTAGE_READ_DELAY = 0.2
+"""Before a stream reads again after a database fault."""
 RETRY_MS = 1000
 """Sent with the first event: browsers reconnect after 1 s instead of their default 3 s."""
 
@@ -61,12 +69,16 @@ async def run_events(
             rows = [] if read else _take_contiguous(waiter, last)
             if not rows and (read or waiter.stale or waiter.buffer):
                 waiter.stale = False
-                async with pool.connection() as conn:
-                    rows = await events.read(conn, run_id, last)
-                    if not rows and resumed_past_end:
-                        # Resumed at or past the end (a client that saw ``end`` and reconnected):
-                        # send the end again rather than heartbeats forever.
-                        rows = await events.end_at_or_before(conn, run_id, last)
+                try:
+                    async with pool.connection() as conn:
+                        rows = await events.read(conn, run_id, last)
+                        if not rows and resumed_past_end:
+                            # Resumed at or past the end (a client that saw ``end`` and
+                            # reconnected): send the end again rather than heartbeats forever.
+                            rows = await events.end_at_or_before(conn, run_id, last)
+                except Exception as err:
+                    await _outlast(pool, err)
+                    continue  # read again: ``read`` is still set
                 resumed_past_end = False
                 read = False
             if translator is not None and after > 0:
@@ -102,11 +114,24 @@ async def run_events(
                     read = timed_out = True
                 if timed_out or waiter.gone:  # is the run still there?
                     waiter.gone = False
-                    async with pool.connection() as conn:
-                        if await runs.by_id(conn, run_id) is None:
-                            return  # removed (a rollback): nothing more will come
+                    try:
+                        async with pool.connection() as conn:
+                            if await runs.by_id(conn, run_id) is None:
+                                return  # removed (a rollback): nothing more will come
+                    except Exception as err:
+                        await _outlast(pool, err)
     finally:
         hub.unsubscribe(run_id, waiter)
+
+
+async def _outlast(pool: Pool, err: Exception) -> None:
+    """A read failed: if the database went away, wait until it answers (the stream stays open,
+    with its heartbeats) and let the caller read again; any other error is raised."""
+    if not is_database_fault(err):
+        raise err
+    pool.health.fault(err)
+    await asyncio.sleep(OUTAGE_READ_DELAY)  # a lost connection with the server up: not at once
+    await pool.health.wait_up()
 
 
 async def _replay_before(
@@ -154,9 +179,36 @@ def parse_last_event_id(value: str | None) -> int:
     return max(seq, 0)
 
 
+class ClientStoppedReading(Exception):
+    """A send to the client did not complete within the stream's send timeout."""
+
+
 class CountedEventSourceResponse(EventSourceResponse):
     """An SSE response counted in ``threadline_sse_clients`` while it is being sent: from the
-    ASGI call until it returns (the stream ended, or the client went away)."""
+    ASGI call until it returns (the stream ended, or the client went away).
+
+    ``send_timeout``: a client that accepts nothing for that long (an event, a heartbeat or the
+    end of the response cannot be written) is dropped: its connection is aborted with whatever
+    the server buffered for it (``api.stream_limits.abort``). The run goes on (unless the client
+    asked for ``on_disconnect: cancel``: dropped, it has gone away), and the client resumes with
+    ``Last-Event-ID``. ``slot``: the client's stream count, released on any end.
+    """
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes] | AsyncIterator[ServerSentEvent],
+        *,
+        slot: Slot | None = None,
+        send_timeout: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        # Not sse-starlette's ``send_timeout``: it leaves the response's last send untimed,
+        # where a client that stopped reading waits forever once its run has ended.
+        super().__init__(content, **kwargs)
+        self.client_timeout = send_timeout
+        self.slot = slot
+        if slot is not None:
+            weakref.finalize(self, slot.release)  # a response dropped before it was sent
 
     async def _send_with_timeout(self, send: Send, message: Message) -> None:
         if self.send_timeout is None:  # no timeout: no cancel scope per event
@@ -164,20 +216,58 @@ class CountedEventSourceResponse(EventSourceResponse):
         else:
             await super()._send_with_timeout(send, message)
 
+    def _timed(self, send: Send) -> Send:
+        limit = self.client_timeout
+        if limit is None:
+            return send
+
+        async def timed(message: Message) -> None:
+            deadline = asyncio.timeout(limit)
+            try:
+                async with deadline:
+                    await send(message)
+            except TimeoutError:
+                if deadline.expired():
+                    raise ClientStoppedReading from None
+                raise
+
+        return timed
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         SSE_CLIENTS.inc()
         try:
-            await super().__call__(scope, receive, send)
+            try:
+                await super().__call__(scope, receive, self._timed(send))
+            except* ClientStoppedReading:
+                client = scope.get("client")
+                logger.info(
+                    "dropped an SSE client that accepted nothing for %s s "
+                    "(THREADLINE_SSE_SEND_TIMEOUT_SECONDS): %s %s from %s; it can resume with "
+                    "Last-Event-ID",
+                    self.client_timeout,
+                    scope.get("method"),
+                    scope.get("path"),
+                    client[0] if client else "an unknown address",
+                )
+                await abort(scope, send)
         finally:
             SSE_CLIENTS.dec()
+            if self.slot is not None:
+                self.slot.release()
 
 
 def sse_response(
     stream: AsyncIterator[bytes] | AsyncIterator[ServerSentEvent],
     headers: dict[str, str] | None = None,
+    *,
+    slot: Slot | None = None,
+    send_timeout: float | None = None,
 ) -> EventSourceResponse:
+    """The response of a stream; ``slot`` and ``send_timeout`` as ``CountedEventSourceResponse``."""
     return CountedEventSourceResponse(
         stream,
+        slot=slot,
+        send_timeout=send_timeout,
         headers=headers,
         ping=HEARTBEAT_SECONDS,
         ping_message_factory=lambda: ServerSentEvent(comment="heartbeat"),

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import ServiceDep
@@ -15,6 +15,7 @@ from api.errors import ApiError, Invalid, NotFound, responses
 from api.json_body import MAX_INT
 from api.schemas import SUPPORTED_MODES, Run, RunCreate, RunStatus
 from api.sse import parse_last_event_id, run_events, sse_response
+from api.stream_limits import TOO_MANY_STREAMS, Slot, claim_stream
 from api.validation import (
     CheckedRoute,
     Limit,
@@ -69,7 +70,8 @@ SSE: dict[int | str, dict[str, Any]] = {
                 }
             }
         },
-    }
+    },
+    **TOO_MANY_STREAMS,
 }
 
 
@@ -95,6 +97,23 @@ def _links(thread_id: str, run_id: str) -> dict[str, str]:
     return {"Location": stream, "Content-Location": f"/threads/{thread_id}/runs/{run_id}"}
 
 
+def _slot(request: Request, svc: ServiceDep) -> Slot:
+    """One of the client's streams (429 over ``THREADLINE_MAX_STREAMS_PER_CLIENT``), claimed
+    before anything else; ``with`` it: an error before the stream starts releases it."""
+    return claim_stream(request, svc.runtime.settings.max_streams_per_client)
+
+
+def _respond(
+    svc: ServiceDep, slot: Slot, stream: Any, headers: dict[str, str] | None = None
+) -> EventSourceResponse:
+    return sse_response(
+        stream,
+        headers,
+        slot=slot,
+        send_timeout=svc.runtime.settings.sse_send_timeout_seconds,
+    )
+
+
 @router.post("/threads/{thread_id}/runs", response_model=Run, responses=CREATE_ERRORS)
 async def create_run(thread_id: ThreadId, body: RunCreate, svc: ServiceDep) -> Any:
     """Queue a background run; workers execute it."""
@@ -107,14 +126,15 @@ async def create_run(thread_id: ThreadId, body: RunCreate, svc: ServiceDep) -> A
     responses={**SSE, **CREATE_ERRORS},
 )
 async def create_and_stream(
-    thread_id: ThreadId, body: RunCreate, svc: ServiceDep
+    thread_id: ThreadId, body: RunCreate, svc: ServiceDep, request: Request
 ) -> EventSourceResponse:
     """Queue a run and stream its events (SSE); ``Location`` names the join-stream URL."""
-    run = await _create(svc, thread_id, body)
-    stream = run_events(svc.pool, svc.hub, run["run_id"], after=0, modes=body.modes())
-    if body.on_disconnect == "cancel":
-        stream = _cancel_on_disconnect(svc, thread_id, run["run_id"], stream)
-    return sse_response(stream, headers=_links(thread_id, run["run_id"]))
+    with _slot(request, svc) as slot:
+        run = await _create(svc, thread_id, body)
+        stream = run_events(svc.pool, svc.hub, run["run_id"], after=0, modes=body.modes())
+        if body.on_disconnect == "cancel":
+            stream = _cancel_on_disconnect(svc, thread_id, run["run_id"], stream)
+        return _respond(svc, slot, stream, _links(thread_id, run["run_id"]))
 
 
 async def _cancel_on_disconnect(svc: ServiceDep, thread_id: str, run_id: str, stream: Any) -> Any:
@@ -180,6 +200,7 @@ async def join_stream(
     thread_id: ThreadId,
     run_id: RunId,
     svc: ServiceDep,
+    request: Request,
     last_event_id: LastEventId = None,
     last_event_id_query: LastEventIdQuery = None,
     stream_mode: StreamModeQuery = None,
@@ -193,10 +214,11 @@ async def join_stream(
     ``stream_mode`` narrows the run's modes (the SDK sends an empty value for "all of them");
     ``cancel_on_disconnect=true`` cancels the run when this client goes away before its end.
     """
-    requested = _modes(stream_mode)
-    run = await svc.run(thread_id, run_id)
-    last = last_event_id if last_event_id is not None else last_event_id_query
-    return _join(svc, run, last, requested, cancel_on_disconnect=cancel_on_disconnect)
+    with _slot(request, svc) as slot:
+        requested = _modes(stream_mode)
+        run = await svc.run(thread_id, run_id)
+        last = last_event_id if last_event_id is not None else last_event_id_query
+        return _join(svc, slot, run, last, requested, cancel_on_disconnect=cancel_on_disconnect)
 
 
 def _modes(stream_mode: list[str] | None) -> list[str]:
@@ -209,6 +231,7 @@ def _modes(stream_mode: list[str] | None) -> list[str]:
 
 def _join(
     svc: ServiceDep,
+    slot: Slot,
     run: dict[str, Any],
     last_event_id: str | None,
     requested: list[str],
@@ -222,7 +245,7 @@ def _join(
     stream = run_events(svc.pool, svc.hub, run_id, after=after, modes=modes)
     if cancel_on_disconnect:
         stream = _cancel_on_disconnect(svc, thread_id, run_id, stream)
-    return sse_response(stream, headers=_links(thread_id, run_id))
+    return _respond(svc, slot, stream, _links(thread_id, run_id))
 
 
 async def _nothing() -> AsyncIterator[ServerSentEvent]:
@@ -238,18 +261,20 @@ async def _nothing() -> AsyncIterator[ServerSentEvent]:
 async def join_thread_stream(
     thread_id: ThreadId,
     svc: ServiceDep,
+    request: Request,
     last_event_id: LastEventId = None,
     stream_mode: StreamModeQuery = None,
 ) -> EventSourceResponse:
     """Join the stream of the thread's active run (what ``useStream`` does when it reconnects):
     what came after ``Last-Event-ID``, then live, until the run ends. ``Location`` names that
     run's own stream. With no active run the stream ends at once, with no events."""
-    requested = _modes(stream_mode)
-    await svc.thread(thread_id)
-    run = await svc.active_run(thread_id)
-    if run is None:
-        return sse_response(_nothing())
-    return _join(svc, run, last_event_id, requested)
+    with _slot(request, svc) as slot:
+        requested = _modes(stream_mode)
+        await svc.thread(thread_id)
+        run = await svc.active_run(thread_id)
+        if run is None:
+            return _respond(svc, slot, _nothing())
+        return _join(svc, slot, run, last_event_id, requested)
 
 
 @router.post(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from sse_starlette import EventSourceResponse
 
 from api.deps import ServiceDep
@@ -26,9 +26,11 @@ from api.routes.runs import (
     _join,
     _links,
     _modes,
+    _respond,
+    _slot,
 )
 from api.schemas import Run, RunCreate
-from api.sse import run_events, sse_response
+from api.sse import run_events
 from api.store import runs
 from api.validation import CheckedRoute, RunId, ThreadId, check_state_writes
 
@@ -83,14 +85,17 @@ async def create_threadless(body: RunCreate, svc: ServiceDep, response: Response
 
 
 @router.post("/runs/stream", response_class=EventSourceResponse, responses={**SSE, **CREATE_ERRORS})
-async def stream_threadless(body: RunCreate, svc: ServiceDep) -> EventSourceResponse:
+async def stream_threadless(
+    body: RunCreate, svc: ServiceDep, request: Request
+) -> EventSourceResponse:
     """Queue a run on a new thread and stream its events (SSE)."""
-    run = await _create(svc, body)
-    thread_id, run_id = run["thread_id"], run["run_id"]
-    stream = run_events(svc.pool, svc.hub, run_id, after=0, modes=body.modes())
-    if body.on_disconnect == "cancel":
-        stream = _cancel_on_disconnect(svc, thread_id, run_id, stream)
-    return sse_response(stream, headers=_links(thread_id, run_id))
+    with _slot(request, svc) as slot:
+        run = await _create(svc, body)
+        thread_id, run_id = run["thread_id"], run["run_id"]
+        stream = run_events(svc.pool, svc.hub, run_id, after=0, modes=body.modes())
+        if body.on_disconnect == "cancel":
+            stream = _cancel_on_disconnect(svc, thread_id, run_id, stream)
+        return _respond(svc, slot, stream, _links(thread_id, run_id))
 
 
 @router.post("/runs/wait", responses=CREATE_ERRORS)
@@ -112,6 +117,7 @@ async def wait_threadless(body: RunCreate, svc: ServiceDep, response: Response) 
 async def join_threadless_stream(
     run_id: RunId,
     svc: ServiceDep,
+    request: Request,
     last_event_id: LastEventId = None,
     last_event_id_query: LastEventIdQuery = None,
     stream_mode: StreamModeQuery = None,
@@ -119,17 +125,18 @@ async def join_threadless_stream(
 ) -> EventSourceResponse:
     """Join a run's stream by its id alone (the SDK's ``joinStream`` without a thread), as
     ``GET /threads/{thread_id}/runs/{run_id}/stream`` does."""
-    requested = _modes(stream_mode)
-    try:
-        async with svc.pool.connection() as conn:
-            found = await runs.by_id(conn, run_id)
-    except ValueError:
-        found = None
-    try:
-        if found is None:
-            raise NotFound(f"No run {run_id!r}.")
-        run = await svc.run(found["thread_id"], run_id)  # the caller's, or not found
-    except NotFound:
-        raise NotFound(f"No run {run_id!r}.") from None  # another tenant's thread unnamed
-    last = last_event_id if last_event_id is not None else last_event_id_query
-    return _join(svc, run, last, requested, cancel_on_disconnect=cancel_on_disconnect)
+    with _slot(request, svc) as slot:
+        requested = _modes(stream_mode)
+        try:
+            async with svc.pool.connection() as conn:
+                found = await runs.by_id(conn, run_id)
+        except ValueError:
+            found = None
+        try:
+            if found is None:
+                raise NotFound(f"No run {run_id!r}.")
+            run = await svc.run(found["thread_id"], run_id)  # the caller's, or not found
+        except NotFound:
+            raise NotFound(f"No run {run_id!r}.") from None  # another tenant's thread unnamed
+        last = last_event_id if last_event_id is not None else last_event_id_query
+        return _join(svc, slot, run, last, requested, cancel_on_disconnect=cancel_on_disconnect)

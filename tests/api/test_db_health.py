@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -13,7 +14,13 @@ from psycopg_pool import PoolTimeout
 
 from api.database import SUSPECT_SECONDS, open_pool
 from api.db_health import PROBE_SECONDS, DatabaseHealth, DatabaseUnavailable, is_database_fault
+from api.hub import STREAM_POLL_SECONDS, Hub
+from api.runtime import open_runtime
+from api.settings import Settings
+from api.sse import run_events
+from api.store import events
 from tests.utils.pg_cluster import PgCluster, pg_cluster_fixture
+from tests.utils.runs import claimed_run
 
 __all__ = ["pg_cluster_fixture"]
 
@@ -103,3 +110,34 @@ async def test_a_lost_connection_with_the_server_up_is_no_outage(pg_cluster: PgC
         assert not health.down and health.outages == 0
     finally:
         await health.close()
+
+
+async def test_a_stream_outlasts_an_outage_on_its_connection(
+    pg_cluster: PgCluster, tmp_path: Path, clean_env: None
+) -> None:
+    """A stream that reads the table while the database is down waits for it, open, and goes
+    on with the events stored once it is back (``api.sse``)."""
+    pg = await asyncio.to_thread(pg_cluster.server)
+    settings = Settings(database_url=pg.url, data_dir=tmp_path / "data")
+    async with open_runtime(settings) as runtime:
+        run = await claimed_run(runtime)
+        hub = Hub(runtime.database.url)  # not listening: its streams read every few seconds
+        stream = run_events(runtime.pool, hub, run["run_id"], after=0, modes=["custom"])
+        first = asyncio.ensure_future(anext(stream))
+        try:
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(pg.stop, "fast")
+            await asyncio.sleep(STREAM_POLL_SECONDS * 2)  # it read (and failed) meanwhile
+            assert not first.done(), first
+            assert runtime.pool.health.down
+            await asyncio.to_thread(pg.start)
+            assert await runtime.pool.health.wait_up(timeout=10)
+            async with runtime.pool.connection() as conn:
+                await events.append_batch(
+                    conn, run["run_id"], run["attempt"], [(1, "custom", '{"after": "outage"}')]
+                )
+            frame = await asyncio.wait_for(first, 10)
+            assert b'"after": "outage"' in frame or b'"after":"outage"' in frame, frame
+        finally:
+            first.cancel()
+            await stream.aclose()
