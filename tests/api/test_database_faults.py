@@ -154,6 +154,11 @@ async def test_an_outage_answers_503_at_once_and_runs_continue_when_it_ends(
     data_dir = tmp_path / "data"
     with replicas(make_server, pg.url, data_dir) as servers:
         started = await start_runs(servers)
+        # A stream through the replica that does not execute the run (it reads the table):
+        # it stays open through the outage and goes on, on the same connection.
+        tid, rid, *_ = started[0]
+        steady = StreamFollower(tid, rid)
+        steady_task = asyncio.create_task(steady.follow([servers[1]], timeout=150))
         async with httpx.AsyncClient(base_url=servers[1].url, timeout=8) as http:
             thread = (await http.post("/threads", json={})).json()["thread_id"]
             await asyncio.sleep(1.0)
@@ -181,6 +186,8 @@ async def test_an_outage_answers_503_at_once_and_runs_continue_when_it_ends(
                 ok = await http.get("/ok")
             assert ok.status_code == 200, ok.text
         await verify(servers, data_dir, started)
+        assert [e.id for e in await steady_task] == [e.id for e in started[0][2].events]
+        assert steady.connections == 1, "the stream was dropped during the outage"
         for server in servers:
             unreachable, back = outage_lines(server)
             assert unreachable == 1 and back == 1, (server.name, unreachable, back)
