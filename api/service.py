@@ -14,6 +14,7 @@ from api.auth.access import Access, Scope
 from api.auth.context import caller
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.database import Pool
+from api.db_health import is_database_fault
 from api.errors import Conflict, NotFound
 from api.hub import Hub
 from api.resume import answers_for
@@ -207,11 +208,21 @@ class Service:
         while True:
             waiter = self.hub.subscribe(run_id)
             try:
-                async with self.pool.connection() as conn:
-                    if await events.has_end(conn, run_id):
-                        return
-                    if await runs.by_id(conn, run_id) is None:
-                        raise NotFound(f"Run {run_id} was removed (rolled back) before it ended.")
+                try:
+                    async with self.pool.connection() as conn:
+                        if await events.has_end(conn, run_id):
+                            return
+                        if await runs.by_id(conn, run_id) is None:
+                            raise NotFound(
+                                f"Run {run_id} was removed (rolled back) before it ended."
+                            )
+                except Exception as err:  # the run goes on once the database is back: wait
+                    if not is_database_fault(err):
+                        raise
+                    self.pool.health.fault(err)
+                    await asyncio.sleep(0.2)  # a connection lost with the server up: soon
+                    await self.pool.health.wait_up()
+                    continue
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(waiter.wait(), timeout=2.0)
             finally:

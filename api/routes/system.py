@@ -15,7 +15,7 @@ from api.validation import CheckedRoute
 router = APIRouter(tags=["system"], route_class=CheckedRoute)
 
 
-@router.get("/ok", response_model=Health, responses=responses(503))
+@router.get("/ok", response_model=Health, responses=responses(422, 503))
 async def ok(
     svc: ServiceDep,
     check_db: int = Query(

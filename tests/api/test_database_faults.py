@@ -159,6 +159,11 @@ async def test_an_outage_answers_503_at_once_and_runs_continue_when_it_ends(
         tid, rid, *_ = started[0]
         steady = StreamFollower(tid, rid)
         steady_task = asyncio.create_task(steady.follow([servers[1]], timeout=150))
+        # A join waiting when the outage begins waits through it and answers the run's values.
+        joiner = httpx.AsyncClient(base_url=servers[0].url, timeout=120)
+        join = asyncio.create_task(
+            joiner.get(f"/threads/{started[1][0]}/runs/{started[1][1]}/join")
+        )
         async with httpx.AsyncClient(base_url=servers[1].url, timeout=8) as http:
             thread = (await http.post("/threads", json={})).json()["thread_id"]
             await asyncio.sleep(1.0)
@@ -188,6 +193,10 @@ async def test_an_outage_answers_503_at_once_and_runs_continue_when_it_ends(
         await verify(servers, data_dir, started)
         assert [e.id for e in await steady_task] == [e.id for e in started[0][2].events]
         assert steady.connections == 1, "the stream was dropped during the outage"
+        joined = await join
+        await joiner.aclose()
+        assert joined.status_code == 200, joined.text
+        assert joined.json()["status"] == "verified"
         for server in servers:
             unreachable, back = outage_lines(server)
             assert unreachable == 1 and back == 1, (server.name, unreachable, back)
