@@ -29,7 +29,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -300,6 +300,17 @@ def processes_in(directory: str | Path) -> list[int]:
         if state != "Z" and cwd.is_relative_to(root):
             found.append(int(entry.name))
     return found
+
+
+@contextlib.contextmanager
+def serving(proc: ServerProcess) -> Iterator[ServerProcess]:
+    """``proc`` started; on exit stopped, with the tool processes it left in its data dir."""
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.stop()
+        kill_strays(proc.data_dir)
 
 
 def kill_strays(data_dir: str | Path) -> list[int]:

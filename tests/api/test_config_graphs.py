@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, ServerStartError, SSEEvent, kill_strays
+from eval.harness import ServerProcess, ServerStartError, SSEEvent, serving
 from tests.api.conftest import FAST
 from tests.utils.runs import read_events, wait_status
 
@@ -66,12 +66,8 @@ def graph_server(
     root = tmp_path_factory.mktemp("graphs")
     config = write_config(root / "project", {"mine": "./my_graph.py:builder"})
     proc = ServerProcess(module_database_url, root / "data", config=config, name="graphs", **FAST)
-    try:
-        proc.start()
+    with serving(proc):
         yield proc
-    finally:
-        proc.stop()
-        kill_strays(root / "data")
 
 
 @pytest.fixture

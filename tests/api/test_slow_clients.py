@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, kill_strays
+from eval.harness import ServerProcess, serving
 from tests.api.conftest import FAST
 from tests.utils.runs import new_thread, wait_status
 from tests.utils.tasks import counter
@@ -72,12 +72,8 @@ def server(
     proc = ServerProcess(
         module_database_url, root / "data", config=config, env=SERVER_ENV, name="slow", **FAST
     )
-    try:
-        proc.start()
+    with serving(proc):
         yield proc
-    finally:
-        proc.stop()
-        kill_strays(root / "data")
 
 
 def big_input() -> dict[str, Any]:

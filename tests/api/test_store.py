@@ -14,7 +14,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from eval.harness import ServerProcess, kill_strays
+from eval.harness import ServerProcess, serving
 from tests.api.conftest import FAST
 from tests.utils.keys import create_key
 
@@ -75,12 +75,8 @@ def store_server(
     root = tmp_path_factory.mktemp("store")
     config = write_config(root / "project")
     proc = ServerProcess(module_database_url, root / "data", config=config, name="store", **FAST)
-    try:
-        proc.start()
+    with serving(proc):
         yield proc
-    finally:
-        proc.stop()
-        kill_strays(root / "data")
 
 
 @pytest.fixture
