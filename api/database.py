@@ -22,7 +22,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool
 
 from api.db_health import DatabaseHealth, DatabaseUnavailable, QuietDuringOutage
 from api.embedded import start_embedded
@@ -89,6 +89,35 @@ async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
         await conn.execute("SELECT 1", prepare=False)
 
 
+class _Suspicion:
+    """Asks whether the database answers for a caller that waits too long for a connection,
+    and stops the wait if it does not (``RecentFirstPool.getconn``)."""
+
+    def __init__(self, health: DatabaseHealth) -> None:
+        self.health = health
+        self.caller = asyncio.current_task()
+        self.probe: asyncio.Task[None] | None = None
+        self.fired = False
+        self.over = False
+
+    def start(self) -> None:
+        self.probe = asyncio.create_task(self._ask(), name="threadline-pool-suspicion")
+
+    async def _ask(self) -> None:
+        if await self.health.suspect() and not self.over and self.caller is not None:
+            self.fired = True
+            self.caller.cancel()
+
+    def stopped_us(self) -> bool:
+        """Whether the cancellation the caller got is this one's (and no other is pending)."""
+        return self.fired and self.caller is not None and self.caller.uncancel() == 0
+
+    def end(self) -> None:
+        self.over = True
+        if self.probe is not None and not self.probe.done():
+            self.probe.cancel()
+
+
 class RecentFirstPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
     """A pool that hands out the connection returned last (psycopg's hands out the one idle
     longest). Statements are prepared, and PostgreSQL plans them, per connection: taken in turn,
@@ -108,19 +137,22 @@ class RecentFirstPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
         health = self.health
         if health.down:
             raise DatabaseUnavailable(health.why)
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        while True:
-            wait = min(SUSPECT_SECONDS, deadline - time.monotonic())
-            try:
-                conn = await super().getconn(max(wait, 0.001))
-            except PoolTimeout as err:
-                if time.monotonic() >= deadline:
-                    raise
-                if await health.suspect():
-                    raise DatabaseUnavailable(health.why) from err
-                continue  # busy, not down: wait on
-            conn._threadline_health = health  # type: ignore[attr-defined]
-            return conn
+        # A caller still waiting after SUSPECT_SECONDS has the server asked, and is stopped
+        # (cancelled, then told DatabaseUnavailable) if it does not answer. It keeps its place
+        # in the pool's queue meanwhile: under load, waiters are served in order.
+        suspicion = _Suspicion(health)
+        timer = asyncio.get_running_loop().call_later(SUSPECT_SECONDS, suspicion.start)
+        try:
+            conn = await super().getconn(timeout)
+        except asyncio.CancelledError:
+            if suspicion.stopped_us():
+                raise DatabaseUnavailable(health.why) from None
+            raise
+        finally:
+            timer.cancel()
+            suspicion.end()
+        conn._threadline_health = health  # type: ignore[attr-defined]
+        return conn
 
     async def _get_ready_connection(self, timeout: float | None) -> Any:
         if len(self._pool) > 1:
