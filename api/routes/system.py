@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 from importlib.metadata import version
 from typing import Any
 
 from fastapi import APIRouter, Query
 
+from api.database import Pool
+from api.db_health import DatabaseUnavailable
 from api.deps import ServiceDep
 from api.errors import responses
 from api.system_schemas import Health, Info
 from api.validation import CheckedRoute
 
 router = APIRouter(tags=["system"], route_class=CheckedRoute)
+
+OK_SECONDS = 5.0
+"""How long ``/ok`` waits for the database before it answers ``503``."""
 
 
 @router.get("/ok", response_model=Health, responses=responses(422, 503))
@@ -28,10 +34,24 @@ async def ok(
     """Health: ``200`` while the database answers, ``503`` with ``Retry-After`` (at once, or
     within a few seconds of an outage's start) while it does not."""
     # While an outage is known the pool refuses at once (DatabaseUnavailable); a fault here
-    # answers 503 too (api.errors).
-    async with svc.pool.connection() as conn:
-        await conn.execute("SELECT 1")
+    # answers 503 too (api.errors), and so does a server that does not answer in time (a hung
+    # host, a network that drops packets).
+    check = asyncio.ensure_future(_select_one(svc.pool))
+    await asyncio.wait([check], timeout=OK_SECONDS)
+    if not check.done():
+        # Not cancelled: cancelling a statement the server does not answer waits for the
+        # server too. It ends when the server answers or its connection is given up.
+        check.add_done_callback(lambda task: task.cancelled() or task.exception())
+        hung = DatabaseUnavailable(f"it did not answer within {OK_SECONDS:g} s")
+        svc.pool.health.fault(hung)  # from now on the pool refuses at once, if it still hangs
+        raise hung
+    check.result()
     return {"ok": True, "database": "up"}
+
+
+async def _select_one(pool: Pool) -> None:
+    async with pool.connection() as conn:
+        await conn.execute("SELECT 1")
 
 
 @router.get("/info", responses={200: {"model": Info}})

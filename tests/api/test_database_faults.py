@@ -219,3 +219,33 @@ async def test_a_failover_to_a_promoted_standby_finishes_every_run_once(
 
         await asyncio.to_thread(fail_over)
         await verify(servers, data_dir, started)
+
+
+async def test_a_hung_database_answers_503_within_seconds(
+    pg_cluster: PgCluster, make_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    """A server that stops answering without closing anything (a hung host, a network that
+    drops packets): ``/ok`` says so within seconds instead of waiting for it."""
+    pg = await asyncio.to_thread(pg_cluster.server)
+    server = make_server(pg.url, tmp_path / "data", name="hung")
+    await asyncio.to_thread(server.start)
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        assert (await http.get("/ok")).status_code == 200
+        await asyncio.to_thread(pg.freeze)
+        try:
+            asked = time.monotonic()
+            response = await http.get("/ok")
+            assert time.monotonic() - asked < 7
+            assert response.status_code == 503, response.text
+            assert (
+                "did not answer" in response.json()["detail"]
+                or "unreachable" in (response.json()["detail"])
+            )
+            assert response.headers["Retry-After"].isdigit()
+        finally:
+            await asyncio.to_thread(pg.thaw)
+        for _ in range(50):
+            if (await http.get("/ok")).status_code == 200:
+                break
+            await asyncio.sleep(0.2)
+        assert (await http.get("/ok")).status_code == 200
