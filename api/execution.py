@@ -26,6 +26,7 @@ from api.db_health import is_database_fault
 from api.hub import Hub
 from api.metrics import StepTimer
 from api.rollback import roll_back, rolled_back
+from api.run_context import run_context
 from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
 from api.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
 from api.run_outcome import ending, stalled_message
@@ -35,7 +36,7 @@ from api.serde import to_jsonable
 from api.store import run_end
 from api.store.event_writer import CheckpointEvents, Emitter
 from api.store.events import LostRun, is_fenced_out
-from api.stream_modes import event_names
+from api.stream_modes import event_name, event_names
 from api.takeover import TakeoverDedupe
 
 logger = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ class Executor:
         config: dict[str, Any] = {
             **user_config,
             "configurable": {
-                **(user_config.get("configurable") or {}),
+                **run_context(self.runtime.graphs[run["assistant_id"]], kwargs)[1],
                 "thread_id": run["thread_id"],
                 **await self._start(run),
                 **adapter.run_configurable(emitter),
@@ -177,20 +178,28 @@ class Executor:
             config["configurable"][NO_CHECKPOINT_KEY] = NoCheckpointYet()
         try:
             try:
-                async for mode, chunk in graph.astream(
+                subgraphs = bool(kwargs.get("stream_subgraphs"))
+                async for item in graph.astream(
                     run_input(kwargs),
                     config,
+                    context=run_context(graph, kwargs)[0],
                     stream_mode=cast(Any, graph_modes(kwargs.get("stream_mode") or ["values"])),
+                    subgraphs=subgraphs,
                     durability="sync",
                     interrupt_before=kwargs.get("interrupt_before"),
                     interrupt_after=kwargs.get("interrupt_after"),
                 ):
-                    steps.feed(mode, chunk)
-                    if await dedupe.repeated(mode, chunk):
+                    parts = cast(tuple[Any, ...], item)
+                    ns: tuple[str, ...] = parts[0] if subgraphs else ()
+                    mode, chunk = parts[-2:]
+                    event = event_name(mode, ns)
+                    if not ns:
+                        steps.feed(mode, chunk)
+                    if await dedupe.repeated(event, chunk):
                         continue
                     if mode == "updates" and isinstance(chunk, dict):
                         chunk = {k: v for k, v in chunk.items() if k != "__metadata__"}
-                    await emitter.emit(mode, chunk)
+                    await emitter.emit(event, chunk)
             finally:  # the input checkpoint, if no later one took it along (api.saver)
                 await self.runtime.saver.release(thread_id)
             # The thread's latest state (not the checkpoint a fork started from).

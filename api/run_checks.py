@@ -14,6 +14,7 @@ import orjson
 from api.adapters import RunRequest, check_private_config
 from api.auth.context import caller
 from api.errors import Invalid, NotFound
+from api.run_context import check_context
 from api.run_options import breakpoints, start_checkpoint
 from api.schemas import RunCreate
 from api.store import threads
@@ -78,6 +79,11 @@ async def check_request(
             kwargs[key] = nodes
     if start := await start_checkpoint(svc, thread_id, body, exists):
         kwargs["checkpoint"] = start
+    check_context(body.context, body.config)
+    if body.context is not None:
+        kwargs["context"] = body.context
+    if body.stream_subgraphs:
+        kwargs["stream_subgraphs"] = True
     with_caller(svc, kwargs, body.config, "run")
     adapter = svc.runtime.adapter(body.assistant_id)
     request = _run_request(svc, thread_id, body, kwargs, found, in_transaction)

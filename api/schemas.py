@@ -114,11 +114,17 @@ class RunCreate(Lenient):
     """Graph input; ``null`` continues the thread from its last checkpoint."""
     command: CommandBody | None = None
     stream_mode: StreamModes = "values"
+    stream_subgraphs: bool = False
+    """Stream the subgraphs' events too, named ``<mode>|<namespace>`` (``updates|child:<task
+    id>``), stored and replayed like the graph's own."""
     config: Annotated[
         dict[str, Any] | None,
         AfterValidator(_config),
         WithJsonSchema({"anyOf": [_CONFIG_SCHEMA, {"type": "null"}]}),
     ] = None
+    context: dict[str, Any] | None = None
+    """The graph's static context (``Runtime.context``), mirrored into ``configurable``
+    (``api.run_context``); not together with a non-empty ``config.configurable``."""
     metadata: Metadata = Field(default_factory=dict)
     multitask_strategy: Annotated[
         Literal["reject", "enqueue", "interrupt", "rollback"],

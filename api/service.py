@@ -137,11 +137,13 @@ class Service:
     def thread_config(self, thread_id: str, checkpoint: dict[str, Any] | None = None) -> Any:
         return {"configurable": {"thread_id": thread_id, **(checkpoint or {})}}
 
-    async def state(self, thread_id: str, assistant_id: str | None = None) -> Any:
+    async def state(
+        self, thread_id: str, assistant_id: str | None = None, *, subgraphs: bool = False
+    ) -> Any:
         """The thread's current state, from the checkpointer (no graph needed to read it)."""
         await self.thread(thread_id)
         graph = self.graph(assistant_id or await self.assistant_of(thread_id))
-        return await graph.aget_state(self.thread_config(thread_id))
+        return await graph.aget_state(self.thread_config(thread_id), subgraphs=subgraphs)
 
     async def assistant_of(self, thread_id: str) -> str:
         """The assistant of the thread's latest run, else the one its metadata names (a copy's),

@@ -18,7 +18,7 @@ from api.messages_mode import MessagesTranslator, derives
 from api.metrics import SSE_CLIENTS
 from api.store import events, runs
 from api.stream_limits import Slot, abort
-from api.stream_modes import event_names
+from api.stream_modes import base_mode, event_names
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +89,12 @@ async def run_events(
             ended = False
             for row in rows:
                 last = waiter.last = row["seq"]
-                if translator is not None and row["event"] == "messages":
+                mode = base_mode(row["event"])
+                if translator is not None and mode == "messages":
                     for event, data in translator.feed(row["data"]):
                         frames.append(_frame(data, event, row["seq"], first))
                         first = False
-                elif row["event"] in names:
+                elif mode in names:
                     frames.append(_frame(row["data"], row["event"], row["seq"], first))
                     first = False
                 if row["event"] == "end":
@@ -145,7 +146,7 @@ async def _replay_before(
         for row in rows:
             if row["seq"] > after:
                 return
-            if row["event"] == "messages":
+            if base_mode(row["event"]) == "messages":
                 translator.replay(row["data"])
             seen = row["seq"]
         if not rows:

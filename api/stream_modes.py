@@ -13,6 +13,17 @@ def event_names(modes: Iterable[str]) -> set[str]:
     return {"messages" if m in ("messages", "messages-tuple", "events") else m for m in modes}
 
 
+def event_name(mode: str, namespace: tuple[str, ...] = ()) -> str:
+    """The event a chunk is stored and sent as: its mode, and for a subgraph's chunk its
+    namespace after it, as LangGraph Server names it (``updates|child:<task id>``)."""
+    return "|".join((mode, *namespace))
+
+
+def base_mode(event: str) -> str:
+    """The stream mode of an event name (``updates|child:1`` → ``updates``)."""
+    return event.split("|", 1)[0]
+
+
 def is_cached(data: Any) -> bool:
     """An update LangGraph re-emits on resume for a task it did not run again."""
     return isinstance(data, dict) and bool((data.get("__metadata__") or {}).get("cached"))

@@ -17,7 +17,7 @@ from typing import Any
 from api.database import Pool
 from api.serde import dumps
 from api.store import events
-from api.stream_modes import is_cached, tool_call_ids
+from api.stream_modes import base_mode, is_cached, tool_call_ids
 
 
 def update_key(data_json: str) -> str:
@@ -49,8 +49,10 @@ class TakeoverDedupe:
         self.sent: Counter[str] | None = None
         """The run's stored updates by key, read at the first chunk that may repeat one."""
 
-    async def repeated(self, mode: str, chunk: Any) -> bool:
-        """Whether ``chunk`` is a copy of an update an earlier attempt stored (then dropped)."""
+    async def repeated(self, event: str, chunk: Any) -> bool:
+        """Whether ``chunk`` is a copy of an update an earlier attempt stored as ``event``
+        (``updates``, or a subgraph's ``updates|<namespace>``; then dropped)."""
+        mode = base_mode(event)
         if mode == "custom" and (call_id := self.replayed_call(chunk)):
             self.replayed.add(call_id)
         if mode != "updates" or not (
@@ -61,8 +63,8 @@ class TakeoverDedupe:
         if self.sent is None:
             async with self.pool.connection() as conn:
                 stored = await events.stored_updates(conn, self.run_id)
-            self.sent = Counter(update_key(data) for data in stored)
-        key = update_key(dumps(chunk))
+            self.sent = Counter(f"{name} {update_key(data)}" for name, data in stored)
+        key = f"{event} {update_key(dumps(chunk))}"
         if self.sent[key] > 0:
             self.sent[key] -= 1
             return True

@@ -58,8 +58,11 @@ def state_out(snap: StateSnapshot) -> dict[str, Any]:
                 "path": to_jsonable(t.path),
                 "error": repr(t.error) if t.error else None,
                 "interrupts": to_jsonable(list(t.interrupts)),
-                "checkpoint": None,
-                "state": None,
+                # A subgraph's task: its state when asked for (``subgraphs``), else where it is.
+                "checkpoint": _checkpoint(t.state)
+                if t.state is not None and not isinstance(t.state, StateSnapshot)
+                else None,
+                "state": state_out(t.state) if isinstance(t.state, StateSnapshot) else None,
                 "result": to_jsonable(t.result),
             }
             for t in snap.tasks
@@ -173,9 +176,10 @@ async def _delete(svc: Any, thread_id: str) -> None:
     "/threads/{thread_id}/state",
     responses={200: {"model": ThreadState}, **responses(404, 422)},
 )
-async def get_state(thread_id: ThreadId, svc: ServiceDep) -> Any:
-    """The current state: values, ``next``, tasks and pending interrupts."""
-    return state_out(await svc.state(thread_id))
+async def get_state(thread_id: ThreadId, svc: ServiceDep, subgraphs: bool = False) -> Any:
+    """The current state: values, ``next``, tasks and pending interrupts; ``subgraphs``: each
+    task paused in a subgraph with that subgraph's state."""
+    return state_out(await svc.state(thread_id, subgraphs=subgraphs))
 
 
 @router.post(

@@ -164,13 +164,15 @@ async def has_end(conn: AsyncConnection[Any], run_id: str) -> bool:
     return await cur.fetchone() is not None
 
 
-async def stored_updates(conn: AsyncConnection[Any], run_id: str) -> list[str]:
-    """The JSON of every ``updates`` event the run has stored (the takeover dedupe's input)."""
+async def stored_updates(conn: AsyncConnection[Any], run_id: str) -> list[tuple[str, str]]:
+    """``(event, JSON)`` of every ``updates`` event the run has stored, its subgraphs'
+    (``updates|<namespace>``) included: the takeover dedupe's input."""
     cur = await conn.execute(
-        "SELECT data::text AS data FROM run_events WHERE run_id = %s AND event = 'updates'",
+        "SELECT event, data::text AS data FROM run_events WHERE run_id = %s"
+        " AND (event = 'updates' OR event LIKE 'updates|%%')",
         (uuid.UUID(run_id),),
     )
-    return [row["data"] for row in await cur.fetchall()]
+    return [(row["event"], row["data"]) for row in await cur.fetchall()]
 
 
 async def end_at_or_before(
