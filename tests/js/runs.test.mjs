@@ -4,11 +4,7 @@
 // messages / events stream modes. Run by tests/api/test_js_sdk.py with `node --test`.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Client } from "@langchain/langgraph-sdk";
-
-const apiUrl = process.env.THREADLINE_URL;
-assert.ok(apiUrl, "THREADLINE_URL names the server under test");
-const client = new Client({ apiUrl, defaultHeaders: process.env.THREADLINE_API_KEY ? { "x-api-key": process.env.THREADLINE_API_KEY } : {} });
+import { client } from "./client.mjs";
 const QUICK = { task: { name: "counter", params: { n: 2, delay: 0 } } };
 const SLOW = { task: { name: "counter", params: { n: 3, delay: 30 } } };
 

@@ -4,11 +4,7 @@
 // and runs this file with `node --test`.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Client } from "@langchain/langgraph-sdk";
-
-const apiUrl = process.env.THREADLINE_URL;
-assert.ok(apiUrl, "THREADLINE_URL names the server under test");
-const client = new Client({ apiUrl, defaultHeaders: process.env.THREADLINE_API_KEY ? { "x-api-key": process.env.THREADLINE_API_KEY } : {} });
+import { apiUrl, client, clientWith, sdkVersion } from "./client.mjs";
 const COUNTER = { task: { name: "counter", params: { n: 3, delay: 0 } } };
 const GREET = { task: { name: "greet", params: { name: "Ada" } } };
 const NOTES = { task: { name: "notes", params: {} } };
@@ -94,6 +90,47 @@ test("threads.joinStream joins the thread's active run, and resumes after lastEv
   const rest = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "2" }));
   assert.equal(rest.at(-1).event, "end");
   assert.ok(rest.length < parts.length, `${rest.length} < ${parts.length}`);
+});
+
+test("joinStream's streamMode narrows a run's stream: a list or one mode, runs and threads", async () => {
+  // Each SDK puts a list in the query its own way; the server reads both, and one mode.
+  const queries = [];
+  const watched = clientWith({
+    onRequest: (url, init) => {
+      if (url.pathname.endsWith("/stream")) queries.push(url.searchParams.getAll("stream_mode"));
+      return init;
+    },
+  });
+  const modesOf = (parts) => [...new Set(parts.map((p) => p.event))].filter((e) => e !== "metadata" && e !== "end").sort();
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, "agent", {
+    input: { task: { name: "counter", params: { n: 3, delay: 0.3 } } },
+    streamMode: ["values", "updates", "custom"],
+  });
+  // The thread's active run, joined for two of its three modes.
+  const joined = await collect(
+    watched.threads.joinStream(thread.thread_id, { lastEventId: "-1", streamMode: ["updates", "custom"] }),
+  );
+  assert.equal(joined[0].event, "metadata");
+  assert.equal(joined[0].data.run_id, run.run_id);
+  assert.equal(joined.at(-1).event, "end");
+  assert.deepEqual(modesOf(joined), ["custom", "updates"]);
+  // 1.x repeats the parameter; 2.0.0 sends one JSON array (stream_mode=["updates","custom"]).
+  const sent = sdkVersion === "2.0.0" ? ['["updates","custom"]'] : ["updates", "custom"];
+  assert.deepEqual(queries[0], sent);
+  // The run's stream, replayed: a list of one, one mode, a list of two.
+  const runJoin = (streamMode) =>
+    collect(watched.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1", streamMode }));
+  assert.deepEqual(modesOf(await runJoin(["updates"])), ["updates"]);
+  assert.deepEqual(modesOf(await runJoin("custom")), ["custom"]);
+  assert.deepEqual(modesOf(await runJoin(["values", "custom"])), ["custom", "values"]);
+  assert.deepEqual(modesOf(await runJoin(undefined)), ["custom", "updates", "values"]);
+  // A mode that is not one is refused, by name.
+  await assert.rejects(runJoin(["updates", "telepathy"]), (err) => err.status === 422 && /telepathy/.test(err.message));
+  await assert.rejects(
+    collect(watched.threads.joinStream(thread.thread_id, { streamMode: ["telepathy"] })),
+    (err) => err.status === 422 && /telepathy/.test(err.message),
+  );
 });
 
 test("a run forks from a checkpoint (useStream's regenerate and edit)", async () => {

@@ -3,11 +3,7 @@
 // filters, the state at a checkpoint, state updates and copies. Run by tests/api/test_js_sdk.py.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Client } from "@langchain/langgraph-sdk";
-
-const apiUrl = process.env.THREADLINE_URL;
-assert.ok(apiUrl, "THREADLINE_URL names the server under test");
-const client = new Client({ apiUrl, defaultHeaders: process.env.THREADLINE_API_KEY ? { "x-api-key": process.env.THREADLINE_API_KEY } : {} });
+import { client } from "./client.mjs";
 const COUNTER = { task: { name: "counter", params: { n: 2, delay: 0 } } };
 
 async function finishedThread(metadata = {}) {

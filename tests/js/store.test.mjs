@@ -4,11 +4,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
-import { Client } from "@langchain/langgraph-sdk";
-
-const apiUrl = process.env.THREADLINE_URL;
-assert.ok(apiUrl, "THREADLINE_URL names the server under test");
-const client = new Client({ apiUrl, defaultHeaders: process.env.THREADLINE_API_KEY ? { "x-api-key": process.env.THREADLINE_API_KEY } : {} });
+import { client } from "./client.mjs";
 
 test("store: put, get, search with filters, list namespaces, delete", async () => {
   const root = `js-${randomUUID()}`;
