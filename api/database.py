@@ -24,7 +24,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from api.db_health import DatabaseHealth, DatabaseUnavailable, QuietDuringOutage
+from api.db_health import DatabaseHealth, DatabaseUnavailable, QuietDuringOutage, Suspicion
 from api.embedded import start_embedded
 
 logger = logging.getLogger(__name__)
@@ -89,35 +89,6 @@ async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
         await conn.execute("SELECT 1", prepare=False)
 
 
-class _Suspicion:
-    """Asks whether the database answers for a caller that waits too long for a connection,
-    and stops the wait if it does not (``RecentFirstPool.getconn``)."""
-
-    def __init__(self, health: DatabaseHealth) -> None:
-        self.health = health
-        self.caller = asyncio.current_task()
-        self.probe: asyncio.Task[None] | None = None
-        self.fired = False
-        self.over = False
-
-    def start(self) -> None:
-        self.probe = asyncio.create_task(self._ask(), name="threadline-pool-suspicion")
-
-    async def _ask(self) -> None:
-        if await self.health.suspect() and not self.over and self.caller is not None:
-            self.fired = True
-            self.caller.cancel()
-
-    def stopped_us(self) -> bool:
-        """Whether the cancellation the caller got is this one's (and no other is pending)."""
-        return self.fired and self.caller is not None and self.caller.uncancel() == 0
-
-    def end(self) -> None:
-        self.over = True
-        if self.probe is not None and not self.probe.done():
-            self.probe.cancel()
-
-
 class RecentFirstPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
     """A pool that hands out the connection returned last (psycopg's hands out the one idle
     longest). Statements are prepared, and PostgreSQL plans them, per connection: taken in turn,
@@ -140,7 +111,7 @@ class RecentFirstPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
         # A caller still waiting after SUSPECT_SECONDS has the server asked, and is stopped
         # (cancelled, then told DatabaseUnavailable) if it does not answer. It keeps its place
         # in the pool's queue meanwhile: under load, waiters are served in order.
-        suspicion = _Suspicion(health)
+        suspicion = Suspicion(health)
         timer = asyncio.get_running_loop().call_later(SUSPECT_SECONDS, suspicion.start)
         try:
             conn = await super().getconn(timeout)

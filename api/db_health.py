@@ -242,3 +242,32 @@ class DatabaseHealth:
         if self._watch is not None:
             self._watch.cancel()
             await asyncio.gather(self._watch, return_exceptions=True)
+
+
+class Suspicion:
+    """Asks whether the database answers for a caller that waits too long for a connection,
+    and stops the wait if it does not (``api.database.RecentFirstPool.getconn``)."""
+
+    def __init__(self, health: DatabaseHealth) -> None:
+        self.health = health
+        self.caller = asyncio.current_task()
+        self.probe: asyncio.Task[None] | None = None
+        self.fired = False
+        self.over = False
+
+    def start(self) -> None:
+        self.probe = asyncio.create_task(self._ask(), name="threadline-pool-suspicion")
+
+    async def _ask(self) -> None:
+        if await self.health.suspect() and not self.over and self.caller is not None:
+            self.fired = True
+            self.caller.cancel()
+
+    def stopped_us(self) -> bool:
+        """Whether the cancellation the caller got is this one's (and no other is pending)."""
+        return self.fired and self.caller is not None and self.caller.uncancel() == 0
+
+    def end(self) -> None:
+        self.over = True
+        if self.probe is not None and not self.probe.done():
+            self.probe.cancel()

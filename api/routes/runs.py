@@ -7,16 +7,16 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import anyio
-import orjson
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import ServiceDep
-from api.errors import ApiError, Invalid, NotFound, responses
+from api.errors import ApiError, NotFound, responses
 from api.json_body import MAX_INT
-from api.schemas import SUPPORTED_MODES, Run, RunCreate, RunStatus
+from api.schemas import Run, RunCreate, RunStatus
 from api.sse import parse_last_event_id, run_events, sse_response
 from api.stream_limits import TOO_MANY_STREAMS, Slot, claim_stream
+from api.stream_mode_query import StreamModeQuery, query_modes
 from api.validation import (
     CheckedRoute,
     Limit,
@@ -38,40 +38,6 @@ LastEventIdQuery = Annotated[
     str | None, Query(alias="last_event_id", json_schema_extra={"pattern": EVENT_ID})
 ]
 """The same as a query parameter, for clients that cannot set headers (a new ``EventSource``)."""
-MAX_QUERY_MODES = 32
-"""``stream_mode`` values in one join's query, counting each item of a JSON array (there are six
-modes; the rest is repetition)."""
-StreamModeQuery = Annotated[
-    list[str] | None,
-    Query(
-        description=(
-            "Narrows a joined stream's modes, in any form LangGraph Server reads: one mode, "
-            "the parameter repeated (`stream_mode=updates&stream_mode=custom`), or a JSON "
-            'array (`stream_mode=["updates","custom"]`, what @langchain/langgraph-sdk 2.0.0 '
-            "sends). Empty or absent: the run's own modes."
-        ),
-        json_schema_extra={
-            "anyOf": [
-                {
-                    "type": "array",
-                    "maxItems": MAX_QUERY_MODES,
-                    "items": {
-                        "anyOf": [
-                            {"type": "string", "enum": [*SUPPORTED_MODES, ""]},
-                            {
-                                "type": "string",
-                                "pattern": r"^\[",
-                                "description": "A JSON array of modes.",
-                            },
-                        ]
-                    },
-                },
-                {"type": "null"},
-            ]
-        },
-    ),
-]
-"""Narrows a joined stream's modes (the SDK sends an empty value for "all of them")."""
 CREATE_ERRORS = responses(403, 404, 409, 413, 422)
 """A run is refused when its thread is unknown (404) or busy (409), its body malformed (422) or
 too large (413), or its approval rules would loosen the server's (403)."""
@@ -238,69 +204,10 @@ async def join_stream(
     ``cancel_on_disconnect=true`` cancels the run when this client goes away before its end.
     """
     with _slot(request, svc) as slot:
-        requested = _modes(stream_mode)
+        requested = query_modes(stream_mode)
         run = await svc.run(thread_id, run_id)
         last = last_event_id if last_event_id is not None else last_event_id_query
         return _join(svc, slot, run, last, requested, cancel_on_disconnect=cancel_on_disconnect)
-
-
-def _modes(stream_mode: list[str] | None) -> list[str]:
-    """The modes a join's query names, each once, in order: ``stream_mode`` repeated (the Python
-    SDK, the JS SDK 1.x), once, or as a JSON array (the JS SDK 2.0.0); LangGraph Server reads a
-    value that starts with ``[`` as JSON too. Empty values mean "the run's own modes". An
-    unknown mode, an array that is not JSON or not of strings, or more than
-    ``MAX_QUERY_MODES`` values are a 422 (LangGraph Server would stream nothing for them)."""
-    values = stream_mode or []
-    requested: list[str] = []
-    for value in values[: MAX_QUERY_MODES + 1]:
-        requested.extend(_query_modes(value))
-    if len(values) > MAX_QUERY_MODES or len(requested) > MAX_QUERY_MODES:
-        raise Invalid(
-            f"stream_mode names more than {MAX_QUERY_MODES} modes; name each of "
-            f"{', '.join(SUPPORTED_MODES)} at most once"
-        )
-    requested = [m for m in requested if m]
-    unknown = [m for m in requested if m not in SUPPORTED_MODES]
-    if unknown:
-        names = ", ".join(_quoted(m) for m in dict.fromkeys(unknown))
-        raise Invalid(f"stream_mode {names} is not supported; use {', '.join(SUPPORTED_MODES)}")
-    return list(dict.fromkeys(requested))
-
-
-def _query_modes(value: str) -> list[str]:
-    """One ``stream_mode`` value: a mode, or a JSON array of modes."""
-    if not value.startswith("["):
-        return [value]
-    try:
-        parsed = orjson.loads(value)
-    except orjson.JSONDecodeError as err:
-        raise Invalid(
-            f"stream_mode {_quoted(value)} is not a JSON array ({err}); send "
-            'stream_mode=["updates","custom"], or repeat stream_mode once per mode'
-        ) from None
-    items: list[Any] = parsed if isinstance(parsed, list) else [parsed]  # "[..." is a list
-    wrong = [item for item in items if not isinstance(item, str)]
-    if wrong:
-        raise Invalid(
-            f"stream_mode {_quoted(value)} holds {_JSON_KINDS.get(type(wrong[0]), 'a value')}: "
-            'a JSON array of stream_mode holds mode names, as strings (["updates","custom"])'
-        )
-    return [str(item) for item in items]
-
-
-_JSON_KINDS: dict[type, str] = {
-    bool: "true or false",
-    int: "a number",
-    float: "a number",
-    type(None): "null",
-    list: "an array",
-    dict: "an object",
-}
-
-
-def _quoted(text: str, limit: int = 60) -> str:
-    """``text`` quoted for an error message, cut to ``limit`` characters."""
-    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _join(
@@ -343,7 +250,7 @@ async def join_thread_stream(
     what came after ``Last-Event-ID``, then live, until the run ends. ``Location`` names that
     run's own stream. With no active run the stream ends at once, with no events."""
     with _slot(request, svc) as slot:
-        requested = _modes(stream_mode)
+        requested = query_modes(stream_mode)
         await svc.thread(thread_id)
         run = await svc.active_run(thread_id)
         if run is None:

@@ -21,17 +21,16 @@ from api.routes.runs import (
     SSE,
     LastEventId,
     LastEventIdQuery,
-    StreamModeQuery,
     _cancel_on_disconnect,
     _join,
     _links,
-    _modes,
     _respond,
     _slot,
 )
 from api.schemas import Run, RunCreate
 from api.sse import run_events
 from api.store import runs
+from api.stream_mode_query import StreamModeQuery, query_modes
 from api.validation import CheckedRoute, RunId, ThreadId, check_state_writes
 
 router = APIRouter(tags=["runs"], route_class=CheckedRoute)
@@ -126,7 +125,7 @@ async def join_threadless_stream(
     """Join a run's stream by its id alone (the SDK's ``joinStream`` without a thread), as
     ``GET /threads/{thread_id}/runs/{run_id}/stream`` does."""
     with _slot(request, svc) as slot:
-        requested = _modes(stream_mode)
+        requested = query_modes(stream_mode)
         try:
             async with svc.pool.connection() as conn:
                 found = await runs.by_id(conn, run_id)
