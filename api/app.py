@@ -27,6 +27,7 @@ from api.json_body import MAX_JSON_DEPTH
 from api.lifecycle import open_service
 from api.limits import BodyLimit
 from api.metrics import ServiceMetrics
+from api.project import prepare_project
 from api.routes import (
     approvals,
     assistants,
@@ -147,7 +148,10 @@ def _openapi(app: FastAPI, authenticated: bool = False) -> Callable[[], dict[str
 
 
 def create_app(settings: Settings) -> FastAPI:
-    """The service: routes, error handlers, the web page, and a lifespan that starts it all."""
+    """The service: routes, error handlers, the web page, and a lifespan that starts it all.
+    A ``langgraph.json`` project that cannot be set up or imported raises ``GraphConfigError``."""
+    if settings.config:
+        prepare_project(settings.config)  # its env and code, before its auth or graphs import
     access = access_from(settings)
 
     mcp_servers = {"assistants": mcp_runs.assistants_server(), "thread": mcp_server.thread_server()}

@@ -2,7 +2,8 @@
 
 ``{"graphs": {"my_graph": "./path/to/file.py:attr" | "package.module:attr"}}``. ``attr`` names a
 compiled graph, a ``StateGraph`` builder, or a factory (sync or async, no arguments) returning
-either. Paths are relative to the file.
+either. Paths are relative to the file. The project's ``env`` and ``dependencies`` are set up
+before any of this is imported (``api.project``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib.util
 import inspect
 import json
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -27,26 +29,98 @@ class GraphConfigError(ValueError):
 
 
 def load_attr(spec: str, base: Path) -> Any:
+    """What ``spec`` (``./file.py:attr`` relative to ``base``, or ``module:attr``) names. A file
+    is imported once per process, as a module would be: a second graph (or the auth) from the
+    same file shares its objects."""
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
         raise GraphConfigError(f"graph {spec!r} must look like './file.py:attr' or 'module:attr'")
-    if target.endswith(".py") or "/" in target:
-        path = (base / target).resolve()
-        if not path.is_file():
-            raise GraphConfigError(f"graph file {path} does not exist")
-        name = f"threadline_user_graph_{abs(hash(str(path)))}"
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise GraphConfigError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module
-        module_spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(target)
+    try:
+        module = _import(target, base)
+    except GraphConfigError:
+        raise
+    except Exception as err:  # the project's own code failed: say where, without a traceback
+        raise GraphConfigError(import_failure(spec, base, err)) from None
     try:
         return getattr(module, attr)
     except AttributeError:
         raise GraphConfigError(f"{target} has no attribute {attr!r}") from None
+
+
+def _import(target: str, base: Path) -> Any:
+    if not (target.endswith(".py") or "/" in target):
+        return importlib.import_module(target)
+    path = (base / target).resolve()
+    if not path.is_file():
+        raise GraphConfigError(f"graph file {path} does not exist")
+    name = f"threadline_user_graph_{abs(hash(str(path)))}"
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise GraphConfigError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]  # as a failed import does: not half a module for the next one
+        raise
+    return module
+
+
+def import_failure(spec: str, base: Path, err: Exception) -> str:
+    """One line on why importing ``spec`` failed: the error, the project's line that raised it
+    and, for a missing module, how to make it importable."""
+    message = f"importing {spec!r} failed: {type(err).__name__}: {err}"
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if _is_project_code(f.filename)]
+    if frames:
+        message += f" (at {frames[-1].filename}:{frames[-1].lineno})"
+    if isinstance(err, ModuleNotFoundError) and err.name:
+        message += (
+            f"; list the directory that holds {err.name.split('.')[0]!r} in the config's "
+            f'"dependencies" (paths are relative to {base}), or install the package into '
+            f"threadline's environment ({sys.prefix})"
+        )
+    return message
+
+
+def _is_project_code(filename: str) -> bool:
+    """Not this module, the import machinery, the standard library or an installed package."""
+    if filename.startswith("<") or filename == __file__:
+        return False
+    installed = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    return not any(Path(filename).is_relative_to(prefix) for prefix in installed)
+
+
+def graph_specs(config_file: Path, data: Any) -> dict[str, str]:
+    """The file's ``"graphs"``: graph id → ``path:attr``. A file that only configures auth or
+    MCP servers has none (the built-in agent alone)."""
+    graphs = data.get("graphs") if isinstance(data, dict) else None
+    if isinstance(data, dict) and (data.get("auth") or data.get("mcp_servers")) and not graphs:
+        return {}
+    if not isinstance(graphs, dict) or not graphs:
+        raise GraphConfigError(f"{config_file} needs a non-empty 'graphs' object")
+    return {
+        graph_id: str(spec.get("path", "") if isinstance(spec, dict) else spec)
+        for graph_id, spec in graphs.items()
+    }
+
+
+def read_config(config_file: Path) -> Any:
+    """The file's JSON, or a :class:`GraphConfigError` that says why not."""
+    try:
+        return json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise GraphConfigError(f"cannot read graph config {config_file}: {err}") from None
+
+
+def import_graphs(config_file: Path) -> dict[str, Any]:
+    """What each graph of the file names, imported but not compiled: a project that cannot be
+    imported fails here, before the server starts."""
+    base = config_file.absolute().parent
+    specs = graph_specs(config_file, read_config(config_file))
+    return {graph_id: load_attr(spec, base) for graph_id, spec in specs.items()}
 
 
 async def _resolve(
@@ -74,19 +148,9 @@ async def load_graphs(
     config_file: Path, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
 ) -> dict[str, Pregel[Any, Any, Any, Any]]:
     """Every graph the file names, compiled with ``saver`` (and ``store``, long-term memory)."""
-    try:
-        data = json.loads(await asyncio.to_thread(config_file.read_text))
-    except (OSError, json.JSONDecodeError) as err:
-        raise GraphConfigError(f"cannot read graph config {config_file}: {err}") from None
-    graphs = data.get("graphs") if isinstance(data, dict) else None
-    if isinstance(data, dict) and (data.get("auth") or data.get("mcp_servers")) and not graphs:
-        return {}  # a file that only configures auth or MCP servers: the built-in agent alone
-    if not isinstance(graphs, dict) or not graphs:
-        raise GraphConfigError(f"{config_file} needs a non-empty 'graphs' object")
+    data = await asyncio.to_thread(read_config, config_file)
     base = config_file.absolute().parent  # noqa: ASYNC240 - path arithmetic, no I/O
     out: dict[str, Pregel[Any, Any, Any, Any]] = {}
-    for graph_id, spec in graphs.items():
-        if isinstance(spec, dict):
-            spec = spec.get("path", "")
-        out[graph_id] = await _resolve(load_attr(str(spec), base), saver, store)
+    for graph_id, spec in graph_specs(config_file, data).items():
+        out[graph_id] = await _resolve(load_attr(spec, base), saver, store)
     return out

@@ -13,8 +13,10 @@ from pathlib import Path
 from types import FrameType
 
 import uvicorn
+from fastapi import FastAPI
 
 from api.app import create_app
+from api.graphs import GraphConfigError
 from api.logs import configure_logging, uvicorn_log_config
 from api.settings import Settings
 
@@ -40,7 +42,7 @@ def serve(
     previous = signal.signal(signal.SIGTERM, _exit_normally)
     try:
         configure_logging(settings.log_level, settings.log_format)
-        app = create_app(settings)
+        app = app_or_exit(settings)
         check_exposure(settings, app.state.access.enabled)
         uvicorn.run(
             app,
@@ -56,6 +58,15 @@ def serve(
         )
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def app_or_exit(settings: Settings) -> FastAPI:
+    """``create_app``; a ``langgraph.json`` project that cannot start (a missing dependency or
+    env file, an import error in its code) exits with one line that says why, no traceback."""
+    try:
+        return create_app(settings)
+    except GraphConfigError as err:
+        raise SystemExit(f"threadline: {err}") from None
 
 
 def _exit_normally(signum: int, frame: FrameType | None) -> None:
@@ -99,7 +110,7 @@ async def serving_here(settings: Settings) -> AsyncIterator[tuple[str, str]]:
     or ``resume`` takes it over if this process dies). Stopping hands running runs back at once:
     a terminal user who presses Ctrl-C wants it stopped.
     """
-    app = create_app(settings.model_copy(update={"shutdown_grace_seconds": 0.0}))
+    app = app_or_exit(settings.model_copy(update={"shutdown_grace_seconds": 0.0}))
     config = uvicorn.Config(
         app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
     )
