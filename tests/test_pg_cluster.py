@@ -102,7 +102,9 @@ def test_kill9_waits_out_a_busy_backend_so_the_next_start_works(pg_cluster: PgCl
             time.sleep(0.05)
         started = time.monotonic()
         pg.kill9(timeout=1.0)
-        assert 1.0 <= time.monotonic() - started < 5
+        # The backend may notice its postmaster's death at once or only after the timeout,
+        # when kill9 kills it: either way the wait is bounded and the next start works.
+        assert time.monotonic() - started < 5
     finally:
         client.join(10)
     assert len(errors) == 1
