@@ -185,6 +185,9 @@ class Executor:
                     context=run_context(graph, kwargs)[0],
                     stream_mode=cast(Any, graph_modes(kwargs.get("stream_mode") or ["values"])),
                     subgraphs=subgraphs,
+                    # The graph's output schema, as LangGraph Server streams it: not the
+                    # private channels a graph keeps (LangChain's middleware bookkeeping).
+                    output_keys=graph.output_channels,
                     durability="sync",
                     interrupt_before=kwargs.get("interrupt_before"),
                     interrupt_after=kwargs.get("interrupt_after"),
@@ -229,7 +232,10 @@ class Executor:
         await self.finish(
             emitter,
             thread_id,
-            "interrupted" if interrupted else "success",
+            # As on LangGraph Server: a run that paused at an interrupt or a breakpoint did all
+            # it could and ends ``success``; its thread is ``interrupted`` until answered. A run
+            # stopped from outside (cancelled, or by multitask_strategy) is ``interrupted``.
+            "success",
             None,
             values=state.values,
             interrupted=interrupted,

@@ -233,7 +233,12 @@ class Service:
     async def final_values(self, thread_id: str, run: dict[str, Any]) -> Any:
         """What ``/wait`` and ``/join`` return: the thread's values (plus pending interrupts)."""
         state = await self.state(thread_id, run["assistant_id"])
-        out = to_jsonable(state.values)
+        values = state.values
+        output = self.graph(run["assistant_id"]).output_channels
+        if isinstance(values, dict) and isinstance(output, list | tuple):
+            # The graph's output schema, as LangGraph Server's last values chunk holds it.
+            values = {k: v for k, v in values.items() if k in output}
+        out = to_jsonable(values)
         if state.interrupts and isinstance(out, dict):
             out["__interrupt__"] = to_jsonable(list(state.interrupts))
         return out

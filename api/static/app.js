@@ -695,15 +695,19 @@ class RunSection {
     }
     const verdict = this.view.verdicts.get(this.id);
     let detail = verdict && verdict.status ? ` · task ${verdict.status}` : "";
-    if (status === "interrupted" && this.list.querySelector(".ev-interrupt")) detail = " · paused for approval";
+    // A run that paused at an interrupt ends `success` (as on LangGraph Server); its thread waits.
+    const paused = this.list.querySelector(".ev-interrupt");
+    if (paused && (status === "success" || status === "interrupted")) detail = " · paused for approval";
     else if (status === "interrupted") detail = " · stopped";
     this.entry("end", "end", (li) => {
       li.dataset.status = status;
       const taskBad = verdict && ["failed", "stuck", "budget_exceeded"].includes(verdict.status);
       li.dataset.task = (verdict && verdict.status) || "";
-      li.append(h("div", { class: "ev-line" }, h("span", { class: "tag" }, "End"), h("strong", { class: `final run-${taskBad ? "error" : status}` }, `run ${status}${detail}`)));
+      // Paused: shown as waiting (the run's status is `success`, the thread's `interrupted`).
+      const look = taskBad ? "error" : paused ? "interrupted" : status;
+      li.append(h("div", { class: "ev-line" }, h("span", { class: "tag" }, "End"), h("strong", { class: `final run-${look}` }, `run ${status}${detail}`)));
     });
-    if (status === "interrupted" && !this.list.querySelector(".ev-interrupt")) this.explainStop();
+    if (status === "interrupted" && !paused) this.explainStop();
     this.close();
     this.setConn("ended");
     for (const w of this.waiters.splice(0)) w();

@@ -185,7 +185,7 @@ async def test_held_checkpoints_of_a_run_stopped_before_its_first_node_are_store
     later checkpoint; both are stored as the stock saver stores them."""
     graph = one_node_graph(Items, runtime.saver, lambda _: {"items": ["node"]})
     kwargs = {"input": {"items": ["in"]}, "interrupt_before": ["node"]}
-    history = await _served_history(runtime, "paused", graph, kwargs, "interrupted")
+    history = await _served_history(runtime, "paused", graph, kwargs, "success")
     stock = served_config(str(uuid.uuid4()), served=False)
     await graph.ainvoke({"items": ["in"]}, stock, interrupt_before=["node"], durability="sync")
     stock_history = [
