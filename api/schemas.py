@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from api.validation import MAX_ID_LENGTH, METADATA_MAX_BYTES, METADATA_MAX_DEPTH, check_metadata
 
@@ -114,6 +122,17 @@ class RunCreate(Lenient):
     """Graph input; ``null`` continues the thread from its last checkpoint."""
     command: CommandBody | None = None
     stream_mode: StreamModes = "values"
+    durability: Annotated[
+        Literal["sync", "async"] | None,
+        WithJsonSchema(
+            {
+                "anyOf": [{"type": "string", "enum": ["sync", "async"]}, {"type": "null"}],
+                "description": "Accepted as LangGraph Server's parameter; every run here is "
+                "checkpointed at each step before the next one (sync), which is what a takeover "
+                "continues from. 'exit' (a checkpoint only at the end) is refused.",
+            }
+        ),
+    ] = None
     stream_subgraphs: bool = False
     """Stream the subgraphs' events too, named ``<mode>|<namespace>`` (``updates|child:<task
     id>``), stored and replayed like the graph's own."""
@@ -152,6 +171,17 @@ class RunCreate(Lenient):
     regenerate and edit-message). A resume must name the latest one (or none)."""
     checkpoint_id: Id | None = None
     """The same as ``checkpoint`` with only its id."""
+
+    @field_validator("durability", mode="before")
+    @classmethod
+    def no_exit_durability(cls, value: Any) -> Any:
+        if value == "exit":
+            raise ValueError(
+                "'exit' is not supported: threadline checkpoints every step before the next "
+                "(sync), so that a run taken over after a crash continues where it was; send "
+                "'sync' or 'async' (which runs as sync), or leave it out"
+            )
+        return value
 
     @model_validator(mode="after")
     def one_kind_of_input(self) -> RunCreate:
