@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from api.run_unserved import refuse_unserved
 from api.validation import MAX_ID_LENGTH, METADATA_MAX_BYTES, METADATA_MAX_DEPTH, check_metadata
 
 RunStatus = Literal["pending", "running", "success", "error", "interrupted", "timeout"]
@@ -114,8 +115,14 @@ NodeNames = Annotated[
 ]
 
 
-class RunCreate(Lenient):
-    """Run-create body (``POST /threads/{thread_id}/runs``, ``/runs/stream``, ``/runs/wait``)."""
+class RunCreate(BaseModel):
+    """Run-create body (``POST /threads/{thread_id}/runs``, ``/runs/stream``, ``/runs/wait``).
+
+    A field this server does not know is a 422 that names it, never ignored. The SDKs' fields
+    it does not serve (``webhook``, ``after_seconds``, ``feedback_keys``) are refused when set,
+    with the reason (``api.run_unserved``)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     assistant_id: Id
     input: Any = None
@@ -183,6 +190,25 @@ class RunCreate(Lenient):
             )
         return value
 
+    stream_resumable: bool | None = None
+    """Accepted (the SDKs' flag): every stream here can be resumed with ``Last-Event-ID``."""
+    checkpoint_during: bool | None = None
+    """LangGraph's older name for ``durability``: ``false`` (``exit``) is refused."""
+    webhook: Any = None
+    after_seconds: Any = None
+    feedback_keys: Any = None
+
+    @model_validator(mode="after")
+    def unserved_fields(self) -> RunCreate:
+        refuse_unserved(self.webhook, self.after_seconds, self.feedback_keys)
+        if self.checkpoint_during is False:
+            raise ValueError(
+                "checkpoint_during false ('exit' durability) is not supported: threadline "
+                "checkpoints every step before the next, so that a run taken over after a crash "
+                "continues where it was; leave it out"
+            )
+        return self
+
     @model_validator(mode="after")
     def one_kind_of_input(self) -> RunCreate:
         if self.command is not None and self.input == {}:
@@ -195,77 +221,6 @@ class RunCreate(Lenient):
 
     def modes(self) -> list[str]:
         return [self.stream_mode] if isinstance(self.stream_mode, str) else list(self.stream_mode)
-
-
-_DECISION_SCHEMA = {
-    "oneOf": [
-        {
-            "type": "object",
-            "title": "ApproveDecision",
-            "properties": {"type": {"const": "approve"}},
-            "required": ["type"],
-        },
-        {
-            "type": "object",
-            "title": "EditDecision",
-            "properties": {
-                "type": {"const": "edit"},
-                "edited_action": {
-                    "type": "object",
-                    "properties": {"name": {"type": "string"}, "args": {"type": "object"}},
-                    "required": ["name", "args"],
-                    "description": "The asked tool (an edit cannot switch tools) and its full, "
-                    "edited arguments, valid under review_configs[0].args_schema.",
-                },
-            },
-            "required": ["type", "edited_action"],
-        },
-        {
-            "type": "object",
-            "title": "RejectDecision",
-            "properties": {"type": {"const": "reject"}, "message": {"type": "string"}},
-            "required": ["type"],
-        },
-    ]
-}
-Decisions = Annotated[
-    list[dict[str, Any]],
-    WithJsonSchema(
-        {
-            "type": "array",
-            "items": _DECISION_SCHEMA,
-            "minItems": 1,
-            "description": "One decision per action request of the interrupt, in their order "
-            "(LangChain's human-in-the-loop format).",
-        }
-    ),
-]
-"""Checked in full, against the asked tool, when the run is created (the graph's own check)."""
-DECISIONS_SHAPE = (
-    '{"decisions": [<one decision per action request, in their order>]}, where a decision is '
-    '{"type": "approve"}, '
-    '{"type": "edit", "edited_action": {"name": "<the asked tool>", "args": {...all arguments}}} '
-    'or {"type": "reject", "message"?: "..."}'
-)
-
-
-class ApprovalBody(Lenient):
-    """An answer to one approval interrupt: its id and ``{"decisions": [...]}``."""
-
-    interrupt_id: Id
-    decisions: Decisions
-    stream_mode: StreamModes = ["updates", "custom"]
-
-    @model_validator(mode="before")
-    @classmethod
-    def new_format(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "decisions" not in data:
-            old = ' (the {"decision": ...} format is gone)' if "decision" in data else ""
-            raise ValueError(
-                f'an approval is {{"interrupt_id": "...", "decisions": [...]}}{old}: '
-                f"{DECISIONS_SHAPE}"
-            )
-        return data
 
 
 class Run(BaseModel):  # type: ignore[no-redef]  # a field named "kwargs", as in the SDK

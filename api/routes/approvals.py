@@ -6,9 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
+from api.approval_schemas import ApprovalBody
 from api.deps import ServiceDep
 from api.errors import Conflict, responses
-from api.schemas import ApprovalBody, AuditEntry, CommandBody, Run, RunCreate
+from api.schemas import AuditEntry, CommandBody, Run, RunCreate
 from api.store import audit as audit_log
 from api.validation import MAX_OFFSET, CheckedRoute, ThreadId
 

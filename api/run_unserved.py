@@ -1,0 +1,25 @@
+"""Run fields of LangGraph Server's API that threadline does not serve yet: refused when set,
+with the reason, rather than ignored (a client that asked for a webhook must not wait for it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def refuse_unserved(webhook: Any, after_seconds: Any, feedback_keys: Any) -> None:
+    """Raise ``ValueError`` (a 422 that names the field) for a field set to something this
+    server would not do."""
+    if webhook:
+        raise ValueError(
+            "webhook is not supported: this server calls no webhooks yet; follow the run's "
+            "stream, or poll or join it (GET /threads/{thread_id}/runs/{run_id}/join)"
+        )
+    if after_seconds:
+        raise ValueError(
+            "after_seconds is not supported: runs start when created; create the run later, "
+            "or use a schedule (POST /threads/{thread_id}/runs/crons)"
+        )
+    if feedback_keys:
+        raise ValueError(
+            "feedback_keys is not supported: this server creates no LangSmith feedback tokens"
+        )
