@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def refuse_unserved(webhook: Any, after_seconds: Any, feedback_keys: Any) -> None:
+def refuse_unserved(
+    webhook: Any, after_seconds: Any, feedback_keys: Any, langsmith_tracer: Any
+) -> None:
     """Raise ``ValueError`` (a 422 that names the field) for a field set to something this
     server would not do."""
     if webhook:
@@ -22,4 +24,9 @@ def refuse_unserved(webhook: Any, after_seconds: Any, feedback_keys: Any) -> Non
     if feedback_keys:
         raise ValueError(
             "feedback_keys is not supported: this server creates no LangSmith feedback tokens"
+        )
+    if langsmith_tracer:
+        raise ValueError(
+            "langsmith_tracer is not supported: this server sends no traces to LangSmith; "
+            "trace from the graph's own process (LANGSMITH_TRACING in its environment)"
         )

@@ -194,13 +194,22 @@ class RunCreate(BaseModel):
     """Accepted (the SDKs' flag): every stream here can be resumed with ``Last-Event-ID``."""
     checkpoint_during: bool | None = None
     """LangGraph's older name for ``durability``: ``false`` (``exit``) is refused."""
+    strict_resume: bool | None = None
+    """Accepted as ``true`` (the SDKs' flag): a resume that answers no waiting interrupt is
+    always refused here (409, before the run is created)."""
     webhook: Any = None
     after_seconds: Any = None
     feedback_keys: Any = None
+    langsmith_tracer: Any = None
 
     @model_validator(mode="after")
     def unserved_fields(self) -> RunCreate:
-        refuse_unserved(self.webhook, self.after_seconds, self.feedback_keys)
+        refuse_unserved(self.webhook, self.after_seconds, self.feedback_keys, self.langsmith_tracer)
+        if self.strict_resume is False:
+            raise ValueError(
+                "strict_resume false is not supported: a resume that answers no waiting "
+                "interrupt is always refused (409); leave it out"
+            )
         if self.checkpoint_during is False:
             raise ValueError(
                 "checkpoint_during false ('exit' durability) is not supported: threadline "

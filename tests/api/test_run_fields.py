@@ -26,6 +26,7 @@ async def test_sync_and_async_durability_run_and_exit_is_refused_saying_why(
                 "input": greet(),
                 "durability": durability,
                 "stream_resumable": True,
+                "strict_resume": True,
             },
         )
         assert created.status_code == 200, created.text
@@ -40,6 +41,8 @@ async def test_sync_and_async_durability_run_and_exit_is_refused_saying_why(
         ("webhook", "http://127.0.0.1:9/hook", "webhook is not supported"),
         ("after_seconds", 30, "after_seconds is not supported"),
         ("feedback_keys", ["correct"], "feedback_keys is not supported"),
+        ("langsmith_tracer", {"project_name": "p"}, "langsmith_tracer is not supported"),
+        ("strict_resume", False, "strict_resume false is not supported"),
         ("stream_subgraph", True, "stream_subgraph"),  # a typo: named, not ignored
         ("assistant", "agent", "assistant"),
     ],
