@@ -25,16 +25,23 @@ def answers_for(
     """Interrupt id → answer, for a resume of the thread whose pending interrupts these are."""
     by_id = {i.id: i for i in interrupts}
     pending = list(by_id)
-    if not pending:
-        raise Conflict(
-            f"Thread {thread_id!r} has no pending interrupt to resume. Start a run with "
-            "'input' instead."
-        )
     is_map = (
         isinstance(resume, dict)
         and bool(resume)
         and all(isinstance(k, str) and INTERRUPT_ID.fullmatch(k) for k in resume)
     )
+    if not pending:
+        # Named ids: answered meanwhile (a concurrent answer whose run went past them), or
+        # unknown; say which, as when others are pending.
+        named = (
+            f"Interrupt id(s) {list(resume)} are not pending (already answered or unknown): "
+            if is_map
+            else ""
+        )
+        raise Conflict(
+            f"{named}Thread {thread_id!r} has no pending interrupt to resume. Start a run "
+            "with 'input' instead."
+        )
     if is_map:
         unknown = [k for k in resume if k not in pending]
         if unknown:
