@@ -18,6 +18,7 @@ from api.auth.user import NOBODY
 from api.cron_schemas import CronCreate, CronPayload, CronSearch, CronUpdate
 from api.errors import Invalid, NotFound
 from api.run_checks import with_caller
+from api.run_context import effective_config
 from api.store import crons
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def run_kwargs(svc: Service, assistant_id: str, payload: CronPayload) -> dict[st
             kwargs[key] = nodes
     if payload.context is not None:
         kwargs["context"] = payload.context
-    with_caller(svc, kwargs, payload.config, "schedule")
+    with_caller(svc, kwargs, effective_config(payload.config, payload.context), "schedule")
     return kwargs
 
 

@@ -14,7 +14,7 @@ import orjson
 from api.adapters import RunRequest, check_private_config
 from api.auth.context import caller
 from api.errors import Invalid, NotFound
-from api.run_context import check_context
+from api.run_context import check_context, effective_config
 from api.run_options import breakpoints, start_checkpoint
 from api.schemas import RunCreate
 from api.store import threads
@@ -84,9 +84,10 @@ async def check_request(
         kwargs["context"] = body.context
     if body.stream_subgraphs:
         kwargs["stream_subgraphs"] = True
-    with_caller(svc, kwargs, body.config, "run")
+    seen = effective_config(body.config, body.context)  # what the graph will see
+    with_caller(svc, kwargs, seen, "run")
     adapter = svc.runtime.adapter(body.assistant_id)
-    request = _run_request(svc, thread_id, body, kwargs, found, in_transaction)
+    request = _run_request(svc, thread_id, body, kwargs, found, in_transaction, seen)
     superseded = await adapter.check_run(request)
     answers: dict[str, Any] = {}
     if body.command and body.command.resume is not None:
@@ -137,6 +138,7 @@ def _run_request(
     kwargs: dict[str, Any],
     found: dict[str, Any] | None,
     in_transaction: bool,
+    config: dict[str, Any],
 ) -> RunRequest:
     async def pending() -> Any:
         if in_transaction:
@@ -148,7 +150,7 @@ def _run_request(
         thread_id=thread_id,
         input=body.input,
         command=kwargs["command"],
-        config=body.config or {},
+        config=config,
         thread=found,
         pending=pending,
     )

@@ -28,6 +28,19 @@ def check_context(context: dict[str, Any] | None, config: dict[str, Any] | None)
         )
 
 
+def effective_config(
+    config: dict[str, Any] | None, context: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A run's config as its graph sees it: with ``context`` sent, its ``configurable`` is the
+    context (mirrored, see :func:`run_context`). Every check of a run's config (reserved keys,
+    the built-in agent's ``approval_policy``) reads this one, so a value cannot go around a
+    check by coming in as context."""
+    effective = dict(config or {})
+    if context:
+        effective["configurable"] = dict(context)
+    return effective
+
+
 def run_context(graph: Any, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(context, configurable)`` of a run: what ``astream(context=...)`` gets, and the
     caller's part of ``config["configurable"]``."""

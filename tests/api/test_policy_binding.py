@@ -180,6 +180,32 @@ async def test_a_run_cannot_loosen_the_servers_policy(
     assert await workspace_file(http, tid, "greeting.txt") is None
 
 
+@pytest.mark.parametrize("rules", [{"*": "auto"}, {"write_file": "auto"}])
+async def test_nor_through_its_context_which_the_graph_sees_as_configurable(
+    http: httpx.AsyncClient, server: ServerProcess, rules: dict[str, str]
+) -> None:
+    """A run's ``context`` is mirrored into ``configurable`` (``api.run_context``): the checks
+    read what the graph will see, so the policy cannot be loosened that way either."""
+    tid = await new_thread(http)
+    res = await wait_run(http, tid, {"input": greet(), "context": {"approval_policy": rules}})
+    assert res.status_code == 403, res.text
+    assert "only tighten" in res.json()["detail"]
+    assert (await http.get(f"/threads/{tid}/runs")).json() == []
+    assert await workspace_file(http, tid, "greeting.txt") is None
+
+
+@pytest.mark.parametrize(
+    "context", [{"__pregel_resume_map": {"a": "b"}}, {"langgraph_auth_user_id": "someone"}]
+)
+async def test_private_keys_are_refused_in_a_context_too(
+    http: httpx.AsyncClient, context: dict[str, Any]
+) -> None:
+    tid = await new_thread(http)
+    res = await wait_run(http, tid, {"input": COUNTER, "context": context})
+    assert res.status_code == 422, res.text
+    assert "reserved" in res.json()["detail"]
+
+
 async def test_a_malformed_run_policy_is_a_422(http: httpx.AsyncClient) -> None:
     tid = await new_thread(http)
     res = await wait_run(
