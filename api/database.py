@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -74,19 +74,23 @@ after ``POOL_TIMEOUT_SECONDS``; if it does (the pool is busy), it waits on."""
 POOL_TIMEOUT_SECONDS = 30.0
 
 
-async def _check_if_idle(conn: AsyncConnection[Any]) -> None:
-    # Checking every checkout costs a round trip each (a third of the service's statements);
-    # a connection in steady use is known good, and a broken one is discarded when it fails.
-    # One returned before the last database fault was seen may have died with the server:
-    # checked, and discarded (the pool hands out another) if it did.
-    returned = getattr(conn, "_threadline_returned", None)
-    health: DatabaseHealth | None = getattr(conn, "_threadline_health", None)
-    if (
-        returned is None
-        or time.monotonic() - returned > IDLE_CHECK_SECONDS
-        or (health is not None and returned <= health.faulted_at)
-    ):
-        await conn.execute("SELECT 1", prepare=False)
+def _check_if_idle(health: DatabaseHealth) -> Callable[[AsyncConnection[Any]], Awaitable[None]]:
+    """The pool's check of a connection it hands out."""
+
+    async def check(conn: AsyncConnection[Any]) -> None:
+        # Checking every checkout costs a round trip each (a third of the service's
+        # statements); a connection in steady use is known good, and a broken one is discarded
+        # when it fails. One returned before the last database fault was seen may have died
+        # with the server: checked, and discarded (the pool hands out another) if it did.
+        returned = getattr(conn, "_threadline_returned", None)
+        if (
+            returned is None
+            or time.monotonic() - returned > IDLE_CHECK_SECONDS
+            or returned <= health.faulted_at
+        ):
+            await conn.execute("SELECT 1", prepare=False)
+
+    return check
 
 
 class RecentFirstPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
@@ -122,7 +126,6 @@ class RecentFirstPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
         finally:
             timer.cancel()
             suspicion.end()
-        conn._threadline_health = health  # type: ignore[attr-defined]
         return conn
 
     async def _get_ready_connection(self, timeout: float | None) -> Any:
@@ -147,19 +150,20 @@ async def open_pool(url: str, *, max_size: int, min_size: int = 1) -> AsyncItera
     """The process's one pool; idle connections are checked before use so a restarted server
     heals. One connection is opened before this returns, the rest of ``min_size`` in the
     background."""
+    health = DatabaseHealth(url)
     pool: Pool = RecentFirstPool(
         url,
         connection_class=AsyncConnection[DictRow],
         min_size=1,
         max_size=max_size,
         kwargs=connection_kwargs(),
-        check=_check_if_idle,
+        check=_check_if_idle(health),
         open=False,
         name="threadline",
         timeout=POOL_TIMEOUT_SECONDS,
     )
-    pool.health = DatabaseHealth(url)
-    quiet = QuietDuringOutage(pool.health)
+    pool.health = health
+    quiet = QuietDuringOutage(health)
     logging.getLogger("psycopg.pool").addFilter(quiet)
     await pool.open(wait=True, timeout=30)
     if min_size > 1:

@@ -178,9 +178,6 @@ class DatabaseHealth:
             return False
         return True
 
-    def retry_after(self) -> int:
-        return RETRY_AFTER_SECONDS
-
     async def probe(self) -> bool:
         """Whether the primary answers a new connection within ``PROBE_SECONDS`` (a standby,
         read-only, does not count)."""

@@ -91,16 +91,19 @@ class Executor:
     def emitter(self, run: dict[str, Any], seq: int) -> Emitter:
         return Emitter.of_run(self.runtime.pool, self.hub, run, seq)
 
-    async def config(self, run: dict[str, Any], emitter: Emitter) -> dict[str, Any]:
-        """The run's config: the client's, the thread (at the checkpoint it forks from), the
-        graph's hooks, the caller."""
+    async def config(
+        self, run: dict[str, Any], emitter: Emitter, configurable: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The run's config: the client's (``configurable``: its part as the graph sees it,
+        ``api.run_context``), the thread (at the checkpoint it forks from), the graph's hooks,
+        the caller."""
         kwargs = run["kwargs"]
         adapter = self.runtime.adapter(run["assistant_id"])
         user_config = kwargs.get("config") or {}
         config: dict[str, Any] = {
             **user_config,
             "configurable": {
-                **run_context(self.runtime.graphs[run["assistant_id"]], kwargs)[1],
+                **configurable,
                 "thread_id": run["thread_id"],
                 **await self._start(run),
                 **adapter.run_configurable(emitter),
@@ -161,7 +164,8 @@ class Executor:
             await emitter.barrier()
         kwargs = run["kwargs"]
         graph = self.runtime.graphs[run["assistant_id"]]
-        config = cast(RunnableConfig, await self.config(run, emitter))
+        context, configurable = run_context(graph, kwargs)
+        config = cast(RunnableConfig, await self.config(run, emitter, configurable))
         dedupe = TakeoverDedupe(
             self.runtime.pool, run_id, self.runtime.adapter(run["assistant_id"]).replayed_call
         )
@@ -182,7 +186,7 @@ class Executor:
                 async for item in graph.astream(
                     run_input(kwargs),
                     config,
-                    context=run_context(graph, kwargs)[0],
+                    context=context,
                     stream_mode=cast(Any, graph_modes(kwargs.get("stream_mode") or ["values"])),
                     subgraphs=subgraphs,
                     # The graph's output schema, as LangGraph Server streams it: not the

@@ -4,20 +4,23 @@
 - ``server``: one server per test module on that database, with short leases; a module sets
   ``SERVER_ENV = {...}`` to add environment variables (``THREADLINE_MAX_BODY_BYTES``, ...).
 - ``client`` / ``http``: the official SDK client and a plain ``httpx`` client on ``server``.
+- ``one_graph_project``: a server of a one-file project from a ``langgraph.json``.
 - ``make_server``: a factory for servers a test starts, kills and restarts itself; every one is
   killed at teardown, with the tool processes a killed server left behind.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, kill_strays
+from eval.harness import ServerProcess, kill_strays, serving
 from tests.utils.db import create_database, drop_database
 
 FAST = {"lease_seconds": 3.0, "heartbeat_seconds": 0.5, "poll_seconds": 0.2}
@@ -32,6 +35,21 @@ def module_database_url(pg_admin_url: str) -> Iterator[str]:
         yield url
     finally:
         drop_database(pg_admin_url, url)
+
+
+@contextmanager
+def one_graph_project(
+    database_url: str, root: Path, graph_id: str, filename: str, source: str
+) -> Iterator[ServerProcess]:
+    """A server of a project in ``root``: ``source`` as ``filename``, its ``graph`` served as
+    ``graph_id`` by a ``langgraph.json``."""
+    (root / "project").mkdir()
+    (root / "project" / filename).write_text(source)
+    config = root / "project" / "langgraph.json"
+    config.write_text(json.dumps({"graphs": {graph_id: f"./{filename}:graph"}}))
+    proc = ServerProcess(database_url, root / "data", config=config, name=graph_id, **FAST)
+    with serving(proc):
+        yield proc
 
 
 @pytest.fixture(scope="module")

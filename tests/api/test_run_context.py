@@ -4,15 +4,14 @@ filtered by the graph's ``context_schema``; both at once is a 400."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from eval.harness import ServerProcess, serving
-from tests.api.conftest import FAST
+from eval.harness import ServerProcess
+from tests.api.conftest import one_graph_project
 from tests.utils.runs import sdk_client
 
 CONTEXT_GRAPH = textwrap.dedent(
@@ -65,12 +64,9 @@ def context_server(
     module_database_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
     root = tmp_path_factory.mktemp("context")
-    (root / "project").mkdir()
-    (root / "project" / "context_graph.py").write_text(CONTEXT_GRAPH)
-    config = root / "project" / "langgraph.json"
-    config.write_text(json.dumps({"graphs": {"ctx": "./context_graph.py:graph"}}))
-    proc = ServerProcess(module_database_url, root / "data", config=config, name="ctx", **FAST)
-    with serving(proc):
+    with one_graph_project(
+        module_database_url, root, "ctx", "context_graph.py", CONTEXT_GRAPH
+    ) as proc:
         yield proc
 
 
@@ -115,7 +111,7 @@ async def test_both_at_once_is_refused(context_server: ServerProcess) -> None:
             )
 
 
-async def test_a_missing_required_field_fails_the_run_saying_so(
+async def test_a_missing_required_field_fails_the_run(
     context_server: ServerProcess,
 ) -> None:
     async with sdk_client(context_server.url) as client:

@@ -5,15 +5,14 @@ is answered by a resume."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from eval.harness import ServerProcess, serving
-from tests.api.conftest import FAST
+from eval.harness import ServerProcess
+from tests.api.conftest import one_graph_project
 from tests.utils.runs import sdk_client
 
 NESTED_GRAPH = textwrap.dedent(
@@ -66,12 +65,7 @@ def nested_server(
     module_database_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
     root = tmp_path_factory.mktemp("nested")
-    (root / "project").mkdir()
-    (root / "project" / "nested.py").write_text(NESTED_GRAPH)
-    config = root / "project" / "langgraph.json"
-    config.write_text(json.dumps({"graphs": {"nested": "./nested.py:graph"}}))
-    proc = ServerProcess(module_database_url, root / "data", config=config, name="nested", **FAST)
-    with serving(proc):
+    with one_graph_project(module_database_url, root, "nested", "nested.py", NESTED_GRAPH) as proc:
         yield proc
 
 
