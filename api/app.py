@@ -42,7 +42,6 @@ from api.routes import (
 from api.routes import crons as crons_routes
 from api.routes import store as store_routes
 from api.settings import Settings
-from api.stream_limits import expose_transport
 from api.validation import (
     MAX_ID_LENGTH,
     MAX_WORKSPACE_PATH,
@@ -230,11 +229,6 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.access = access
     app.state.metrics = ServiceMetrics()  # a registry of this app's own (api.metrics)
-    # Outside even Starlette's own outermost layer, where SSE responses find the transport
-    # they drop a stalled client with (api.stream_limits).
-    app.build_middleware_stack = expose_transport(  # type: ignore[method-assign]
-        app.build_middleware_stack
-    )
     return app
 
 

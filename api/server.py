@@ -19,6 +19,7 @@ from api.app import create_app
 from api.graphs import GraphConfigError
 from api.logs import configure_logging, uvicorn_log_config
 from api.settings import Settings
+from api.stream_limits import expose_transport
 
 
 def serve(
@@ -45,7 +46,7 @@ def serve(
         app = app_or_exit(settings)
         check_exposure(settings, app.state.access.enabled)
         uvicorn.run(
-            app,
+            expose_transport(app),  # for dropping a client that stopped reading (api.sse)
             host=settings.host,
             port=port if port is not None else settings.port,
             log_level=settings.log_level,
@@ -112,7 +113,11 @@ async def serving_here(settings: Settings) -> AsyncIterator[tuple[str, str]]:
     """
     app = app_or_exit(settings.model_copy(update={"shutdown_grace_seconds": 0.0}))
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
+        expose_transport(app),
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
     # Ctrl-C is the terminal's: asyncio cancels the CLI's task, and the ``finally`` below stops

@@ -10,15 +10,17 @@ reading (``api.sse`` applies the send timeout).
   ``transport.close()``) first writes out what the server buffered for it, which a client that
   never reads never allows, so the connection and its buffer would stay. ``abort`` discards the
   buffer and closes the socket at once. It needs the connection's transport, which an ASGI app
-  does not get: ``expose_transport`` puts it in the scope from outside Starlette's middleware
-  stack (whose outermost layer wraps ``send``, where the server's transport is found).
+  does not get: ``expose_transport``, around the app uvicorn serves (``api.server``), puts it in
+  the scope from outside Starlette's middleware stack (whose outermost layer wraps ``send``,
+  where the server's transport is found). It reads it from uvicorn's ``send`` (a method of the
+  request's cycle, which holds the transport): uvicorn offers no public way, and a server
+  without it gets no transport (the server then closes the connection itself).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
@@ -146,10 +148,10 @@ class _ExposeTransport:
         await self.app(scope, receive, send)
 
 
-def expose_transport(build: Callable[[], ASGIApp]) -> Callable[[], ASGIApp]:
-    """Wrap ``Starlette.build_middleware_stack`` so that every HTTP scope carries the server's
-    transport of its connection (``TRANSPORT``), for ``abort``."""
-    return lambda: _ExposeTransport(build())
+def expose_transport(app: ASGIApp) -> ASGIApp:
+    """``app`` as uvicorn serves it (``api.server``): every HTTP scope carries the transport of
+    its connection (``TRANSPORT``), for ``abort``; outside all of the app's middleware."""
+    return _ExposeTransport(app)
 
 
 async def abort(scope: Scope, send: Send) -> bool:
