@@ -16,12 +16,12 @@ def event_names(modes: Iterable[str]) -> set[str]:
 def event_name(mode: str, namespace: tuple[str, ...] = ()) -> str:
     """The event a chunk is stored and sent as: its mode, and for a subgraph's chunk its
     namespace after it, as LangGraph Server names it (``updates|child:<task id>``)."""
-    return "|".join((mode, *namespace))
+    return "|".join((mode, *namespace)) if namespace else mode
 
 
 def base_mode(event: str) -> str:
     """The stream mode of an event name (``updates|child:1`` → ``updates``)."""
-    return event.split("|", 1)[0]
+    return event.partition("|")[0]
 
 
 def is_cached(data: Any) -> bool:
