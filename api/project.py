@@ -54,9 +54,43 @@ def prepare_project(config_file: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise GraphConfigError(f"{config_file} must hold a JSON object")
     base = config_file.absolute().parent
+    warn_of_unserved_keys(config_file, data)
     load_env(config_file, base, data.get("env"))
     add_dependencies(config_file, base, data.get("dependencies", []))
     return import_graphs(config_file)
+
+
+SERVED_KEYS = frozenset({"graphs", "dependencies", "env", "auth", "mcp_servers"})
+BUILD_KEYS = frozenset(
+    {
+        "$schema",
+        "python_version",
+        "node_version",
+        "pip_config_file",
+        "pip_installer",
+        "dockerfile_lines",
+        "base_image",
+        "image_distro",
+        "keep_pkg_tools",
+        "api_version",
+    }
+)
+"""Keys of LangGraph's image build (``langgraph build``/``up``); a running server, ``langgraph
+dev`` too, has no use for them."""
+
+
+def warn_of_unserved_keys(config_file: Path, data: dict[str, Any]) -> None:
+    """Say at start-up which of the config's keys this server does not serve yet (``store``'s
+    semantic index and TTL, ``http``, ``checkpointer``, ...): their settings do not apply."""
+    unserved = sorted(k for k in data if k not in SERVED_KEYS | BUILD_KEYS)
+    if unserved:
+        logger.warning(
+            "%s: %s not served by threadline yet and ignored (README: Serving your own "
+            "graphs); the graphs run without %s",
+            config_file,
+            ", ".join(repr(k) for k in unserved),
+            "it" if len(unserved) == 1 else "them",
+        )
 
 
 def load_env(config_file: Path, base: Path, env: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from api.graphs import GraphConfigError
-from api.project import add_dependencies, load_env
+from api.project import add_dependencies, load_env, warn_of_unserved_keys
 from eval.harness import ServerProcess, ServerStartError, serving
 from tests.api.conftest import FAST
 
@@ -184,3 +184,27 @@ def test_a_project_package_named_like_a_loaded_one_is_warned_of(
         add_dependencies(tmp_path / "langgraph.json", tmp_path, ["."])
     [warning] = caplog.messages
     assert f"the project's {tmp_path / 'api'} has the name of a module already loaded" in warning
+
+
+def test_keys_this_server_does_not_serve_are_named_at_start_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not silently dropped: a ``store`` index, ``http`` or ``checkpointer`` settings are named
+    in a start-up warning; the image build's keys (``python_version``, ...) are not."""
+    config = tmp_path / "langgraph.json"
+    data = {
+        "graphs": {"g": "./g.py:graph"},
+        "python_version": "3.11",
+        "dockerfile_lines": [],
+        "store": {"index": {"dims": 1536, "embed": "openai:text-embedding-3-small"}},
+        "http": {"app": "./app.py:app"},
+    }
+    with caplog.at_level("WARNING", logger="api.project"):
+        warn_of_unserved_keys(config, data)
+    [warning] = caplog.messages
+    assert "'http', 'store' not served by threadline yet" in warning, warning
+    assert "python_version" not in warning and "dockerfile_lines" not in warning
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="api.project"):
+        warn_of_unserved_keys(config, {"graphs": {}, "env": ".env", "dependencies": ["."]})
+    assert caplog.messages == []
