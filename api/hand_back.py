@@ -55,8 +55,14 @@ async def after_database_fault(
     """The database went away under the attempt: not the run's fault. Once it answers again,
     the run is handed back (not judged) and continues from its last checkpoint as its next
     attempt, here or on another replica; if another claimed it meanwhile (its lease ran out),
-    nothing is left to do. A process stopping meanwhile leaves it to its lease."""
+    nothing is left to do. A process stopping meanwhile leaves it to its lease.
+
+    Only an outage of the service's database is surely not the run's: when the server answered
+    all along, the error may be the graph's own (a node's connection to a database of its own
+    raises the same errors), so the attempt is given up judged, and a run that fails so every
+    time ends after ``THREADLINE_MAX_ATTEMPTS`` rather than being handed back forever."""
     health = pool.health
+    outages, was_down = health.outages, health.down
     health.fault(err)
     logger.warning(
         "run %s attempt %s: stopped by a database fault (%s); handed back once the database"
@@ -70,9 +76,13 @@ async def after_database_fault(
             break
     if stopping() and health.down:
         return
+    outage = was_down or health.outages > outages
     try:
         async with pool.connection() as conn:
-            await runs.release(conn, run["run_id"], run["attempt"], worker_id)
+            if outage:
+                await runs.release(conn, run["run_id"], run["attempt"], worker_id)
+            else:
+                await runs.give_up(conn, run["run_id"], run["attempt"], worker_id)
     except Exception as again:
         logger.warning(
             "run %s: handing it back failed (%s); its lease expires", run["run_id"], again

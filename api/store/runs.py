@@ -169,6 +169,17 @@ async def release(conn: AsyncConnection[Any], run_id: str, attempt: int, worker_
     await conn.execute("SELECT pg_notify(%s, %s)", (RUNS_CHANNEL, "new"))
 
 
+async def give_up(conn: AsyncConnection[Any], run_id: str, attempt: int, worker_id: str) -> None:
+    """End this worker's lease of a run now, without handing it back: the next claim takes it
+    at once and judges the attempt as one that died (stalled if it saved nothing)."""
+    await conn.execute(
+        "UPDATE runs SET lease_until = now() - interval '1 second'"
+        " WHERE run_id = %s AND attempt = %s AND worker_id = %s AND status = 'running'",
+        (uuid.UUID(run_id), attempt, worker_id),
+    )
+    await conn.execute("SELECT pg_notify(%s, %s)", (RUNS_CHANNEL, "new"))
+
+
 async def expire_dead_workers(conn: AsyncConnection[Any], alive: Any, host_prefix: str) -> int:
     """Expire the leases of runs held by processes of this host that no longer exist."""
     cur = await conn.execute(

@@ -29,8 +29,9 @@ import httpx
 import pytest
 
 from eval.harness import ServerProcess, StreamFollower, counter_lines
+from tests.api.conftest import one_graph_project
 from tests.utils.pg_cluster import PgCluster, PgServer, multi_host_url, pg_cluster_fixture
-from tests.utils.runs import MODES, start_run
+from tests.utils.runs import MODES, start_run, wait_status
 from tests.utils.tasks import counter
 
 pytestmark = pytest.mark.slow
@@ -249,3 +250,50 @@ async def test_a_hung_database_answers_503_within_seconds(
                 break
             await asyncio.sleep(0.2)
         assert (await http.get("/ok")).status_code == 200
+
+
+FOREIGN_DATABASE_GRAPH = '''
+"""A node whose own database (not the service's) is gone: psycopg's errors, every time."""
+from typing import TypedDict
+
+import psycopg
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict, total=False):
+    done: bool
+
+
+def query(state: State) -> State:
+    raise psycopg.OperationalError("connection to the reports database failed")
+
+
+builder = StateGraph(State)
+builder.add_node("query", query)
+builder.add_edge(START, "query")
+builder.add_edge("query", END)
+graph = builder.compile()
+'''
+
+
+async def test_a_graphs_own_database_error_while_ours_answers_ends_the_run(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The same errors from a node's own database, while the service's answers all along, are
+    not handed back forever: each attempt is judged, and the run ends in error after the
+    attempts limit."""
+    with one_graph_project(
+        database_url, tmp_path, "reports", "reports.py", FOREIGN_DATABASE_GRAPH
+    ) as server:
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+            thread = (await http.post("/threads", json={})).json()["thread_id"]
+            run = (
+                await http.post(
+                    f"/threads/{thread}/runs", json={"assistant_id": "reports", "input": {}}
+                )
+            ).json()
+            ended = await wait_status(http, thread, run["run_id"], {"error"}, timeout=60)
+        assert "saved no new checkpoint" in ended["error"], ended
+        # The first attempt saves the input checkpoint (progress); then THREADLINE_MAX_ATTEMPTS
+        # (3) attempts in a row that save nothing, and the next one ends the run.
+        assert 1 < ended["attempt"] <= 6, ended
