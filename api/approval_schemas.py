@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import WithJsonSchema, model_validator
 
-from api.schemas import Id, Lenient, StreamModes
+from api.schemas import Id, StreamModes, Strict
 
 _DECISION_SCHEMA = {
     "oneOf": [
@@ -61,7 +61,7 @@ DECISIONS_SHAPE = (
 )
 
 
-class ApprovalBody(Lenient):
+class ApprovalBody(Strict):
     """An answer to one approval interrupt: its id and ``{"decisions": [...]}``."""
 
     interrupt_id: Id

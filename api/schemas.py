@@ -68,6 +68,13 @@ class Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+class Strict(BaseModel):
+    """A request body: a field this server does not know is a 422 that names it, never ignored
+    (a client that misspells ``metadata`` learns it at once, not from a missing filter)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class RunConfig(BaseModel):
     """The parts of a run's ``config`` the service reads; other keys pass through to the graph."""
 
@@ -93,18 +100,20 @@ _CONFIG_SCHEMA = RunConfig.model_json_schema()
 _CONFIG_SCHEMA.pop("$defs", None)
 
 
-class CommandBody(Lenient):
+class CommandBody(Strict):
     resume: Any = None
     update: Any = None
     goto: Any = None
 
 
-class RunCheckpoint(Lenient):
+class RunCheckpoint(Strict):
     """A checkpoint of the run's thread to start from, as the SDK names one."""
 
     checkpoint_id: Id
     checkpoint_ns: str = Field("", max_length=MAX_ID_LENGTH)
     thread_id: Id | None = None
+    checkpoint_map: dict[str, Any] | None = None
+    """Sent back by SDKs from a state they read; the checkpoint id alone names the checkpoint."""
 
 
 NodeNames = Annotated[

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from api.schemas import Id, Lenient, Metadata
+from api.schemas import CommandBody, Id, Metadata, Strict
+from api.thread_extract import check_extract
 from api.validation import MAX_ID_LENGTH, MAX_OFFSET, THREAD_ID_PATTERN, THREAD_ID_RULE
 
+STATE_FIELD_PATTERN = (
+    r"^(values|next|tasks|checkpoint|metadata|created_at|parent_checkpoint|interrupts"
+    r"|values\.[^.]+)$"
+)
 ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
 ThreadIdStr = Annotated[
     str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=THREAD_ID_PATTERN)
@@ -19,13 +24,28 @@ ThreadIdStr = Annotated[
 Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET, description="Skip this many (0 to 2^53 - 1).")]
 
 
-class ThreadCreate(Lenient):
+class SuperstepUpdate(Strict):
+    """One update of a superstep: ``values`` (or a ``command``) written as ``as_node``."""
+
+    values: dict[str, Any] | list[Any] | None = None
+    command: CommandBody | None = None
+    as_node: Id
+
+
+class Superstep(Strict):
+    updates: list[SuperstepUpdate] = Field(min_length=1, max_length=100)
+
+
+class ThreadCreate(Strict):
     thread_id: ThreadIdStr | None = Field(None, description=f"A thread id: {THREAD_ID_RULE}.")
     metadata: Metadata = Field(default_factory=dict)
     if_exists: Literal["raise", "do_nothing"] = "raise"
+    supersteps: list[Superstep] | None = Field(None, max_length=100)
+    """State to start the new thread with: each superstep's updates applied as
+    ``graph.bulk_update_state`` does, on the graph its ``metadata.graph_id`` names."""
 
 
-class ThreadPatch(Lenient):
+class ThreadPatch(Strict):
     metadata: Metadata = Field(default_factory=dict)
     """Merged into the thread's (top-level keys replace); the result keeps the same limits."""
 
@@ -43,7 +63,7 @@ ThreadField = Literal[
 ]
 
 
-class ThreadSearch(Lenient):
+class ThreadSearch(Strict):
     metadata: Metadata | None = None
     status: ThreadStatus | None = None
     limit: int = Field(10, ge=1, le=1000)
@@ -58,9 +78,19 @@ class ThreadSearch(Lenient):
     """Default ``created_at`` (``state_updated_at`` sorts by ``updated_at``)."""
     sort_order: Literal["asc", "desc"] | None = None
     """Default ``desc``."""
+    extract: dict[str, str] | None = None
+    """Alias → path (``values.messages[-1].content``): each thread gets ``extracted``, the
+    values those paths name (``api.thread_extract``)."""
+
+    @field_validator("extract")
+    @classmethod
+    def paths(cls, extract: dict[str, str] | None) -> dict[str, str] | None:
+        if extract and (wrong := check_extract(extract)):
+            raise ValueError("; ".join(wrong))
+        return extract
 
 
-class ThreadCount(Lenient):
+class ThreadCount(Strict):
     """``POST /threads/count``: the filters of ``POST /threads/search``."""
 
     metadata: Metadata | None = None
@@ -68,22 +98,36 @@ class ThreadCount(Lenient):
     status: ThreadStatus | None = None
 
 
-class ThreadPrune(Lenient):
+class ThreadPrune(Strict):
     """``POST /threads/prune`` (the SDK's ``client.threads.prune``)."""
 
     thread_ids: list[ThreadIdStr] = Field(min_length=1, max_length=1000)
     strategy: Literal["delete", "keep_latest"] = "delete"
 
 
-class CheckpointRef(Lenient):
-    """A checkpoint, as the SDK names one (``checkpoint_map`` and the like are ignored)."""
+class CheckpointRef(Strict):
+    """A checkpoint, as the SDK names one."""
 
     thread_id: Id | None = None
     checkpoint_ns: str = Field("", max_length=MAX_ID_LENGTH)
     checkpoint_id: Id | None = None
+    checkpoint_map: dict[str, Any] | None = None
+    """Sent back by SDKs from a state they read; the id and namespace name the checkpoint."""
 
 
-class HistoryQuery(Lenient):
+StateField = Annotated[str, Field(pattern=STATE_FIELD_PATTERN, max_length=MAX_ID_LENGTH)]
+StateSelect = Annotated[
+    list[StateField] | None,
+    Field(
+        max_length=100,
+        description="Only these fields of each state (``values``, ``next``, ``tasks``, "
+        "``checkpoint``, ``metadata``, ``created_at``, ``parent_checkpoint``, ``interrupts``), "
+        "or ``values.<key>`` for one key of its values.",
+    ),
+]
+
+
+class HistoryQuery(Strict):
     limit: int = Field(10, ge=1, le=1000)
     before: CheckpointRef | Id | None = None
     """Checkpoints older than this one: its id, or the checkpoint object the SDK sends."""
@@ -92,16 +136,18 @@ class HistoryQuery(Lenient):
     checkpoint: CheckpointRef | None = None
     """This checkpoint only (LangGraph's ``config`` of the history: an exact checkpoint id;
     without an id, the namespace's checkpoints)."""
+    select: StateSelect = None
 
 
-class StateAt(Lenient):
+class StateAt(Strict):
     """``POST /threads/{id}/state/checkpoint``: the state at this checkpoint."""
 
     checkpoint: CheckpointRef
     subgraphs: bool = False
+    select: StateSelect = None
 
 
-class StateUpdate(Lenient):
+class StateUpdate(Strict):
     """``POST /threads/{id}/state``: ``graph.update_state`` as LangGraph Server does it."""
 
     values: dict[str, Any] | list[Any] | None = None
@@ -136,6 +182,8 @@ class ThreadSelected(BaseModel):
     values: Any = None
     interrupts: dict[str, Any] | None = None
     last_run: dict[str, Any] | None = None
+    extracted: dict[str, Any] | None = None
+    """The values of the search's ``extract`` paths, by alias."""
 
 
 class CheckpointOut(BaseModel):
@@ -166,6 +214,19 @@ class ThreadState(BaseModel):
     parent_checkpoint: CheckpointOut | None
     tasks: list[ThreadTask]
     interrupts: list[Any]
+
+
+class ThreadStateSelected(BaseModel):
+    """A ``ThreadState`` trimmed by ``select``: only the fields it names (all without it)."""
+
+    values: Any = None
+    next: list[str] | None = None
+    checkpoint: CheckpointOut | None = None
+    metadata: Any = None
+    created_at: str | None = None
+    parent_checkpoint: CheckpointOut | None = None
+    tasks: list[ThreadTask] | None = None
+    interrupts: list[Any] | None = None
 
 
 class PruneResult(BaseModel):

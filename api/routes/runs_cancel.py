@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 from api.deps import ServiceDep
 from api.errors import ApiError, responses
 from api.rollback import roll_back
-from api.schemas import Id, Lenient
+from api.schemas import Id, Strict
 from api.store.active_runs import active_runs
 from api.validation import CheckedRoute
 
@@ -21,7 +21,7 @@ router = APIRouter(tags=["runs"], route_class=CheckedRoute)
 STATUSES = {"pending": ["pending"], "running": ["running"], "all": ["pending", "running"]}
 
 
-class BulkCancel(Lenient):
+class BulkCancel(Strict):
     """Runs of one thread (all its active ones, or ``run_ids`` of it), or every active run of
     the caller's threads in ``status``."""
 

@@ -18,8 +18,9 @@ from langgraph.errors import InvalidUpdateError
 from api.auth.context import caller
 from api.deps import ServiceDep
 from api.errors import Conflict, Invalid, NotFound, responses
-from api.routes.threads import state_out
+from api.routes.threads import SelectQuery, state_out
 from api.serde import to_jsonable
+from api.state_select import selected
 from api.store import checkpoints, runs, threads
 from api.thread_schemas import (
     CheckpointRef,
@@ -28,7 +29,7 @@ from api.thread_schemas import (
     StateUpdated,
     Thread,
     ThreadCount,
-    ThreadState,
+    ThreadStateSelected,
 )
 from api.validation import MAX_ID_LENGTH, CheckedRoute, ThreadId
 
@@ -52,12 +53,14 @@ async def existing(svc: Any, thread_id: str, config: Any) -> None:
         )
 
 
-async def state_at(svc: Any, thread_id: str, config: Any, subgraphs: bool) -> Any:
+async def state_at(
+    svc: Any, thread_id: str, config: Any, subgraphs: bool, select: list[str] | None
+) -> Any:
     await svc.thread(thread_id)
     graph = svc.graph(await svc.assistant_of(thread_id))
     await existing(svc, thread_id, config)
     try:
-        return state_out(await graph.aget_state(config, subgraphs=subgraphs))
+        return selected(state_out(await graph.aget_state(config, subgraphs=subgraphs)), select)
     except ValueError as err:  # e.g. a namespace that names no subgraph
         raise Invalid(f"Invalid request: checkpoint: {err}") from None
 
@@ -70,27 +73,32 @@ async def count_threads(svc: ServiceDep, body: ThreadCount | None = None) -> int
 
 @router.get(
     "/threads/{thread_id}/state/{checkpoint_id}",
-    responses={200: {"model": ThreadState}, **responses(404, 422)},
+    responses={200: {"model": ThreadStateSelected}, **responses(404, 422)},
 )
 async def get_state_at(
-    thread_id: ThreadId, checkpoint_id: str, svc: ServiceDep, subgraphs: bool = False
+    thread_id: ThreadId,
+    checkpoint_id: str,
+    svc: ServiceDep,
+    subgraphs: bool = False,
+    select: SelectQuery = None,
 ) -> Any:
     """The state at one of the thread's checkpoints (404 for an unknown id)."""
     if not 1 <= len(checkpoint_id) <= MAX_ID_LENGTH:
         raise Invalid(f"Invalid request: checkpoint_id is 1 to {MAX_ID_LENGTH} characters.")
     ref = CheckpointRef(checkpoint_id=checkpoint_id)
-    return await state_at(svc, thread_id, checkpoint_config(svc, thread_id, ref), subgraphs)
+    config = checkpoint_config(svc, thread_id, ref)
+    return await state_at(svc, thread_id, config, subgraphs, select)
 
 
 @router.post(
     "/threads/{thread_id}/state/checkpoint",
-    responses={200: {"model": ThreadState}, **responses(404, 413, 422)},
+    responses={200: {"model": ThreadStateSelected}, **responses(404, 413, 422)},
 )
 async def post_state_at(thread_id: ThreadId, body: StateAt, svc: ServiceDep) -> Any:
     """The state at the checkpoint the SDK names (``{"checkpoint_id": ..., "checkpoint_ns":
     ...}``; without an id, the latest)."""
     config = checkpoint_config(svc, thread_id, body.checkpoint)
-    return await state_at(svc, thread_id, config, body.subgraphs)
+    return await state_at(svc, thread_id, config, body.subgraphs, body.select)
 
 
 @router.post(

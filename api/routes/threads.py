@@ -4,31 +4,44 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
 from langgraph.types import StateSnapshot
 
 from api.compaction import ThreadBusy, compact_thread
 from api.deps import ServiceDep
 from api.errors import Conflict, Invalid, NotFound, responses
 from api.serde import to_jsonable
+from api.state_select import selected
 from api.store import threads
+from api.supersteps import apply_supersteps, graph_of
+from api.thread_extract import extracted
 from api.thread_schemas import (
     CheckpointRef,
     HistoryQuery,
     PruneResult,
+    StateField,
     Thread,
     ThreadCreate,
     ThreadPatch,
     ThreadPrune,
     ThreadSearch,
     ThreadSelected,
-    ThreadState,
+    ThreadStateSelected,
 )
 from api.validation import CheckedRoute, ThreadId
 
 router = APIRouter(tags=["threads"], route_class=CheckedRoute)
+
+SelectQuery = Annotated[
+    list[StateField] | None,
+    Query(
+        max_length=100,
+        description="Only these fields of the state, or ``values.<key>`` for one key of its "
+        "values (repeat the parameter for several).",
+    ),
+]
 
 
 def _checkpoint(config: Any) -> dict[str, Any] | None:
@@ -73,9 +86,15 @@ def state_out(snap: StateSnapshot) -> dict[str, Any]:
 
 @router.post("/threads", response_model=Thread, responses=responses(409, 413, 422))
 async def create_thread(body: ThreadCreate, svc: ServiceDep) -> Any:
-    """Create a thread (a new id unless ``thread_id`` is given)."""
+    """Create a thread (a new id unless ``thread_id`` is given); ``supersteps`` set its state
+    on the graph ``metadata.graph_id`` names."""
     thread_id = body.thread_id or str(uuid.uuid4())
-    return await svc.create_thread(thread_id, body.metadata, body.if_exists)
+    graph = graph_of(svc, body.metadata) if body.supersteps else None
+    thread = await svc.create_thread(thread_id, body.metadata, body.if_exists)
+    if graph is None or not body.supersteps:
+        return thread
+    await apply_supersteps(svc, graph, thread_id, body.supersteps)
+    return await svc.thread(thread_id)
 
 
 @router.post(
@@ -88,10 +107,14 @@ async def search_threads(body: ThreadSearch, svc: ServiceDep) -> Any:
     """Threads newest first, filtered by status and metadata; ``select`` names the fields
     (each thread then has only those; without it, every field of ``Thread``)."""
     found = await svc.search_threads(body)
-    if not body.select:
-        return found
-    fields = list(dict.fromkeys(body.select))
-    return [{k: t[k] for k in fields} for t in found]
+    out = found
+    if body.select:
+        fields = list(dict.fromkeys(body.select))
+        out = [{k: t[k] for k in fields} for t in found]
+    if body.extract:
+        for whole, thread in zip(found, out, strict=True):
+            thread["extracted"] = extracted(whole, body.extract)
+    return out
 
 
 @router.post("/threads/prune", response_model=PruneResult, responses=responses(404, 409, 413, 422))
@@ -174,17 +197,19 @@ async def _delete(svc: Any, thread_id: str) -> None:
 
 @router.get(
     "/threads/{thread_id}/state",
-    responses={200: {"model": ThreadState}, **responses(404, 422)},
+    responses={200: {"model": ThreadStateSelected}, **responses(404, 422)},
 )
-async def get_state(thread_id: ThreadId, svc: ServiceDep, subgraphs: bool = False) -> Any:
+async def get_state(
+    thread_id: ThreadId, svc: ServiceDep, subgraphs: bool = False, select: SelectQuery = None
+) -> Any:
     """The current state: values, ``next``, tasks and pending interrupts; ``subgraphs``: each
-    task paused in a subgraph with that subgraph's state."""
-    return state_out(await svc.state(thread_id, subgraphs=subgraphs))
+    task paused in a subgraph with that subgraph's state; ``select``: only these fields."""
+    return selected(state_out(await svc.state(thread_id, subgraphs=subgraphs)), select)
 
 
 @router.post(
     "/threads/{thread_id}/history",
-    responses={200: {"model": list[ThreadState]}, **responses(404, 413, 422)},
+    responses={200: {"model": list[ThreadStateSelected]}, **responses(404, 413, 422)},
 )
 async def get_history(thread_id: ThreadId, body: HistoryQuery, svc: ServiceDep) -> Any:
     """Checkpoints, newest first: ``limit``, ``before`` one, those whose metadata contains
@@ -206,7 +231,7 @@ async def get_history(thread_id: ThreadId, body: HistoryQuery, svc: ServiceDep) 
             before=cast(Any, before),
             filter=body.metadata or None,
         ):
-            out.append(state_out(snap))
+            out.append(selected(state_out(snap), body.select))
     except ValueError as err:  # e.g. a checkpoint_ns that names no subgraph
         raise Invalid(f"Invalid request: {err}") from None
     return out

@@ -182,9 +182,11 @@ async def copy(
 
 async def labelled_assistant(conn: AsyncConnection[Any], thread_id: str) -> str | None:
     """The ``assistant_id`` the thread's metadata names (``api.store.runs.insert`` labels it;
-    a copy keeps it)."""
+    a copy keeps it), else its ``graph_id`` (the SDK's ``threads.create(graph_id=...)``)."""
     cur = await conn.execute(
-        "SELECT metadata->>'assistant_id' AS a FROM threads WHERE thread_id = %s", (thread_id,)
+        "SELECT COALESCE(metadata->>'assistant_id', metadata->>'graph_id') AS a FROM threads "
+        "WHERE thread_id = %s",
+        (thread_id,),
     )
     row = await cur.fetchone()
     return row["a"] if row else None
