@@ -32,6 +32,7 @@ from api.database import Pool, run_to_completion
 from api.run_memory import NO_CHECKPOINT_KEY, HeldCheckpoint, LastWritten, NoCheckpointYet
 from api.step_statement import TaskWrite, WriteRow, checkpoint_rows, step_statement
 from api.store.event_writer import CheckpointEvents
+from api.stream_modes import caught_up
 from api.task_writes import PendingWrites, WriteBuffer
 
 EVENTS_BARRIER_KEY = "__threadline_events_barrier"
@@ -156,6 +157,7 @@ class PooledSaver(AsyncPostgresSaver):
         row, blobs, saved = checkpoint_rows(self, config, checkpoint, metadata, new_versions)
         held = self.held.get(thread_id)
         if configurable["checkpoint_ns"]:
+            await caught_up()  # the step's chunks, for this statement to take along
             if held is not None:  # a subgraph's: the parent's held ones are stored first
                 await self.release(thread_id)
         elif metadata.get("source") == "input":

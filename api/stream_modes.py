@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
+
+SUBGRAPH_CHUNK_TURNS = 8
+"""Event-loop turns a subgraph's checkpoint waits for its step's chunks (:func:`caught_up`)."""
 
 
 def event_names(modes: Iterable[str]) -> set[str]:
@@ -42,3 +46,17 @@ def tool_call_ids(data: Any) -> set[str]:
             if call_id:
                 found.add(str(call_id))
     return found
+
+
+async def caught_up() -> None:
+    """Give the run's stream loop (``api.execution``) the event-loop turns it takes to emit what
+    a subgraph's step sent before its checkpoint, for that checkpoint's statement to take along.
+
+    LangGraph hands a subgraph's chunks to the root's stream with ``call_soon_threadsafe``; the
+    stream loop gets them a few turns later (the put, the queue's waiter task, ``asyncio.wait``'s
+    callback, the run's task: three turns after the checkpoint's write starts, with langgraph
+    1.2), while nothing orders that write after them. Without this wait a step's ``updates|<ns>``
+    often went in a statement of their own after its checkpoint, and a kill in between lost them
+    for good: the checkpointed step never runs again. A few spare turns cost nothing when idle."""
+    for _ in range(SUBGRAPH_CHUNK_TURNS):
+        await asyncio.sleep(0)
