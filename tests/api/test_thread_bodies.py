@@ -78,7 +78,7 @@ async def test_supersteps_without_a_graph_or_with_a_bad_node_are_refused(
 ) -> None:
     async with sdk_client(notes_server.url) as client:
         thread_id = str(uuid.uuid4())
-        with pytest.raises(UnprocessableEntityError, match="metadata.graph_id"):
+        with pytest.raises(UnprocessableEntityError, match=r"metadata\.graph_id"):
             await client.threads.create(
                 thread_id=thread_id,
                 supersteps=[{"updates": [{"values": {"topic": "x"}, "as_node": "write"}]}],
