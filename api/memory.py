@@ -18,8 +18,6 @@ out as they are stored. Other handlers (``@auth.on``, ``@auth.on.threads``) do n
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 from langgraph.store.base import Item, SearchItem
@@ -28,7 +26,6 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 from api.auth import custom
 from api.auth.access import Access
 from api.auth.user import NOBODY, User
-from api.database import Pool
 from api.errors import Forbidden
 from api.memory_schemas import (
     MAX_LABELS,
@@ -43,18 +40,6 @@ from api.memory_schemas import (
 logger = logging.getLogger(__name__)
 
 Namespace = tuple[str, ...]
-
-
-@asynccontextmanager
-async def open_store(pool: Pool) -> AsyncIterator[AsyncPostgresStore]:
-    """The store on ``pool``; its tables are set up by ``prepare_schema`` (under the lock)."""
-    store = AsyncPostgresStore(pool)
-    try:
-        yield store
-    finally:
-        task = getattr(store, "_task", None)
-        if task is not None:
-            task.cancel()
 
 
 def tenant_label(identity: str) -> str:

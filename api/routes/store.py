@@ -95,7 +95,8 @@ async def delete_item(body: StoreDelete, svc: ServiceDep) -> Response:
 async def search_items(body: StoreSearch, svc: ServiceDep) -> Any:
     """Items under a namespace prefix, matching ``filter`` (the SDK's ``store.search_items``).
     ``filter`` compares top-level fields of the value: ``{"kind": "note"}`` or
-    ``{"score": {"$gte": 3}}``; ``query`` needs a store with an embedding index (none here)."""
+    ``{"score": {"$gte": 3}}``. ``query`` ranks them by similarity (each with its ``score``)
+    when langgraph.json configures ``store.index``; without one it is ignored, as on LangGraph."""
     return {"items": await memory(svc).search(body)}
 
 

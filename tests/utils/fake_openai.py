@@ -1,7 +1,10 @@
 """A small, scripted OpenAI-compatible Chat Completions server for tests.
 
 Real HTTP, no network: the server listens on 127.0.0.1 and answers
-``POST /v1/chat/completions`` (plain JSON and SSE streaming) and ``GET /v1/models``.
+``POST /v1/chat/completions`` (plain JSON and SSE streaming), ``GET /v1/models`` and
+``POST /v1/embeddings`` (texts, not token arrays; ``encoding_format`` ``float`` or ``base64`` as
+OpenAI's: ``FakeOpenAIServer(embedder=...)`` computes them, :func:`hash_embedder` by default, and
+an embedder's ``ValueError`` is a 400).
 
 Replies are scripted. A reply is any of
 
@@ -27,12 +30,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import hashlib
 import inspect
 import itertools
 import json
 import math
 import re
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -56,6 +62,7 @@ __all__ = [
     "ToolCall",
     "count_tokens",
     "echo_responder",
+    "hash_embedder",
 ]
 
 DEFAULT_API_KEY = "sk-fake-openai-test-key"
@@ -133,6 +140,20 @@ def echo_responder(request_json: dict[str, Any]) -> ReplyLike:
     return "Hello from fake OpenAI."
 
 
+Embedder: TypeAlias = Callable[[list[str]], list[list[float]]]
+
+
+def hash_embedder(texts: list[str], dims: int = 8) -> list[list[float]]:
+    """Default embeddings: each word hashed into one of ``dims`` dimensions (deterministic)."""
+    out = []
+    for text in texts:
+        vector = [0.0] * dims
+        for word in re.findall(r"\w+", text.lower()):
+            vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dims] += 1.0
+        out.append(vector)
+    return out
+
+
 def _normalize(reply: ReplyLike) -> Reply | ErrorReply:
     if isinstance(reply, Reply | ErrorReply):
         return reply
@@ -170,6 +191,7 @@ class FakeOpenAIServer:
         replies: initial queue of scripted replies, consumed in order.
         responder: ``responder(request_json) -> ReplyLike`` (sync or async), used once
             the queue is empty.
+        embedder: ``embedder(texts) -> vectors`` for ``/v1/embeddings``.
         api_key: the only key accepted in ``Authorization: Bearer <key>``.
         model: model id listed by ``GET /v1/models``.
         host / port: where to listen; port 0 picks a free port.
@@ -181,6 +203,7 @@ class FakeOpenAIServer:
         requests: every ``/chat/completions`` JSON body received, in order, including
             those rejected for a bad key.
         request_headers: the headers of those requests, same order (lower-case keys).
+        embedding_requests: every ``/embeddings`` JSON body received, in order.
 
     Use as ``with FakeOpenAIServer(...) as server:`` or ``async with``, or call
     ``start()`` / ``stop()`` yourself.
@@ -191,6 +214,7 @@ class FakeOpenAIServer:
         replies: Iterable[ReplyLike] = (),
         *,
         responder: Responder | None = None,
+        embedder: Embedder = hash_embedder,
         api_key: str = DEFAULT_API_KEY,
         model: str = DEFAULT_MODEL,
         host: str = "127.0.0.1",
@@ -203,7 +227,9 @@ class FakeOpenAIServer:
         self.port = port
         self.chunk_delay = chunk_delay
         self.responder = responder
+        self.embedder = embedder
         self.requests: list[dict[str, Any]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self._replies: deque[ReplyLike] = deque(replies)
         self._lock = threading.Lock()
@@ -392,6 +418,41 @@ class FakeOpenAIServer:
                 )
             return JSONResponse(self._completion(body, reply))
 
+        @app.post("/v1/embeddings")
+        async def embeddings(request: Request) -> Response:
+            body = await request.json()
+            with self._lock:
+                self.embedding_requests.append(body)
+            if not self._authorized(request):
+                return self._unauthorized()
+            texts = body.get("input")
+            texts = [texts] if isinstance(texts, str) else texts
+            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+                message = "fake_openai: send texts, not token arrays"
+                return JSONResponse(_error_body(message, "invalid_request_error", None), 400)
+            try:
+                vectors = self.embedder(texts)
+            except ValueError as err:
+                return JSONResponse(_error_body(str(err), "invalid_request_error", None), 400)
+            base64_wanted = body.get("encoding_format") == "base64"
+            data = [
+                {
+                    "object": "embedding",
+                    "index": i,
+                    "embedding": _base64_floats(v) if base64_wanted else v,
+                }
+                for i, v in enumerate(vectors)
+            ]
+            tokens = sum(count_tokens(t) for t in texts)
+            return JSONResponse(
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body.get("model") or "text-embedding-3-small",
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                }
+            )
+
         return app
 
     async def _next_reply(self, body: dict[str, Any]) -> Reply | ErrorReply:
@@ -520,6 +581,11 @@ class FakeOpenAIServer:
             if self.chunk_delay:
                 await asyncio.sleep(self.chunk_delay)
         yield b"data: [DONE]\n\n"
+
+
+def _base64_floats(vector: list[float]) -> str:
+    """A vector as OpenAI's ``encoding_format="base64"`` sends it: little-endian float32."""
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
