@@ -18,11 +18,12 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
 
-from api import errors, mcp_runs
+from api import custom_app, errors, mcp_runs, thread_ttl
 from api.auth.access import access_from
 from api.auth.guard import PUBLIC, Guard
 from api.builtin_agent import mcp_server
 from api.builtin_agent import routes as agent_routes
+from api.http_config import read_http
 from api.json_body import MAX_JSON_DEPTH
 from api.lifecycle import open_service
 from api.limits import BodyLimit
@@ -151,15 +152,20 @@ def create_app(settings: Settings) -> FastAPI:
     A ``langgraph.json`` project that cannot be set up or imported raises ``GraphConfigError``."""
     if settings.config:
         prepare_project(settings.config)  # its env and code, before its auth or graphs import
+    http = read_http(settings.config)  # its "http" (api.http_config), then its app, if any
+    project_app = custom_app.load_app(settings.config, http)
+    ttl = thread_ttl.read_ttl(settings.config, settings.ttl_sweep_seconds)
     access = access_from(settings)
 
     mcp_servers = {"assistants": mcp_runs.assistants_server(), "thread": mcp_server.thread_server()}
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:  # the project app's state
         async with (
             open_service(settings, access) as service,
             mcp_runs.serve(app, mcp_servers),  # stopped before the service
+            thread_ttl.sweeping(service, ttl),
+            custom_app.lifespan(project_app) as state,  # the project's: up last, stopped first
         ):
             app.state.service = service
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -170,7 +176,7 @@ def create_app(settings: Settings) -> FastAPI:
                 settings.model_label,
                 service.runtime.database.mode,
             )
-            yield
+            yield state
 
     app = FastAPI(
         title="threadline",
@@ -211,22 +217,20 @@ def create_app(settings: Settings) -> FastAPI:
         return FileResponse(STATIC / "index.html")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    project_routes = custom_app.install(app, http, project_app)  # first: they may shadow ours
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    cors = http.cors_options(settings.cors_origins)
     app.add_middleware(
         Guard,
         access=access,
         allowed_hosts=allowed_hosts(settings),
-        allowed_origins=settings.cors_origins,
+        allowed_origins=cors["allow_origins"],
+        origin_regex=cors.get("allow_origin_regex"),
+        unguarded=custom_app.unguarded(app, project_routes, http),
     )
     # Outermost: preflights are answered before the guard (they carry no credentials).
-    app.add_middleware(
-        CORSMiddleware,
-        allow_origins=settings.cors_origins,
-        allow_credentials=True,
-        allow_methods=["*"],
-        allow_headers=["*"],
-        expose_headers=["Content-Location", "Location"],
-    )
+    app.add_middleware(CORSMiddleware, **cors)
+    custom_app.add_middleware(app, project_routes, http)  # outermost, or inside the guard
     app.state.access = access
     app.state.metrics = ServiceMetrics()  # a registry of this app's own (api.metrics)
     return app

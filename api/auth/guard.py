@@ -10,17 +10,21 @@
 - With authentication on, every route but ``/ok`` and the page's own files needs credentials:
   ``x-api-key``, ``Authorization: Bearer``, or the page's ``threadline_key`` cookie (sent to a
   custom authenticator as ``Authorization: Bearer <cookie>``, since ``EventSource`` cannot set
-  headers). The caller is set for the request (``api.auth.context.caller``).
+  headers). The caller is set for the request (``api.auth.context.caller``, and Starlette's
+  ``request.user``). The project's own routes (``api.custom_app``) need none unless its
+  ``http.enable_custom_route_auth`` says so, as on LangGraph.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from starlette.authentication import AuthCredentials
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -80,12 +84,19 @@ class Guard:
         access: Access,
         allowed_hosts: Sequence[str],
         allowed_origins: Sequence[str],
+        origin_regex: str | None = None,
+        unguarded: Callable[[Scope], bool] | None = None,
     ) -> None:
+        """``origin_regex``: origins it matches are allowed too (CORS's ``allow_origin_regex``);
+        ``unguarded``: whether a request goes to a route that needs no credentials (the
+        project's own)."""
         self.app = app
         self.access = access
         self.any_host = "*" in allowed_hosts
         self.hosts = {h.lower() for h in allowed_hosts}
         self.origins = {o.rstrip("/").lower() for o in allowed_origins}
+        self.origin_regex = re.compile(origin_regex) if origin_regex else None
+        self.unguarded = unguarded
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -104,6 +115,8 @@ class Guard:
             await database_fault_response(Request(scope), err)(scope, receive, send)
             return
         set_caller(user)
+        if user.is_authenticated:
+            scope["user"], scope["auth"] = user, AuthCredentials(list(user.permissions))
         await self.app(scope, receive, send)
 
     async def _check(self, scope: Scope) -> User:
@@ -117,12 +130,15 @@ class Guard:
         if origin and origin != "null" and not self._origin_ok(origin, host):
             raise Forbidden(
                 f"Origin {origin!r} is not allowed. The operator lists the browser origins that "
-                "may use this server in THREADLINE_CORS_ORIGINS."
+                "may use this server in THREADLINE_CORS_ORIGINS (or a langgraph.json's "
+                '"http": {"cors": ...}).'
             )
         elif origin == "null":
             raise Forbidden("Requests from an opaque origin ('null') are not allowed.")
         path = scope.get("path", "")
         if not self.access.enabled or path in PUBLIC or path.startswith(PUBLIC_PREFIXES):
+            return NOBODY
+        if self.unguarded is not None and self.unguarded(scope):
             return NOBODY
         return await self._authenticate(scope)
 
@@ -130,6 +146,8 @@ class Guard:
         parts = urlsplit(origin)
         if parts.netloc.lower() == host.lower():
             return True  # the page's own origin
+        if self.origin_regex is not None and self.origin_regex.fullmatch(origin):
+            return True
         return origin.rstrip("/").lower() in self.origins or "*" in self.origins
 
     async def _authenticate(self, scope: Scope) -> User:

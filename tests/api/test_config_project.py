@@ -189,20 +189,22 @@ def test_a_project_package_named_like_a_loaded_one_is_warned_of(
 def test_keys_this_server_does_not_serve_are_named_at_start_up(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Not silently dropped: a ``store`` index, ``http`` or ``checkpointer`` settings are named
-    in a start-up warning; the image build's keys (``python_version``, ...) are not."""
+    """Not silently dropped: ``ui`` or ``encryption`` settings are named in a start-up warning;
+    the image build's keys (``python_version``, ...) and the served ones are not."""
     config = tmp_path / "langgraph.json"
     data = {
         "graphs": {"g": "./g.py:graph"},
         "python_version": "3.11",
         "dockerfile_lines": [],
-        "store": {"index": {"dims": 1536, "embed": "openai:text-embedding-3-small"}},
+        "ui": {"g": "./ui.tsx"},
+        "encryption": {"path": "./encryption.py:encryption"},
         "http": {"app": "./app.py:app"},
+        "checkpointer": {"ttl": {"default_ttl": 60}},
     }
     with caplog.at_level("WARNING", logger="api.project"):
         warn_of_unserved_keys(config, data)
     [warning] = caplog.messages
-    assert "'http', 'store' not served by threadline yet" in warning, warning
+    assert "'encryption', 'ui' not served by threadline yet" in warning, warning
     assert "python_version" not in warning and "dockerfile_lines" not in warning
     caplog.clear()
     with caplog.at_level("WARNING", logger="api.project"):
