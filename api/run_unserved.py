@@ -1,21 +1,15 @@
 """Run fields of LangGraph Server's API that threadline does not serve yet: refused when set,
-with the reason, rather than ignored (a client that asked for a webhook must not wait for it)."""
+with the reason, rather than ignored (a client that asked for a delayed start must not be started
+now without a word)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def refuse_unserved(
-    webhook: Any, after_seconds: Any, feedback_keys: Any, langsmith_tracer: Any
-) -> None:
+def refuse_unserved(after_seconds: Any, feedback_keys: Any, langsmith_tracer: Any) -> None:
     """Raise ``ValueError`` (a 422 that names the field) for a field set to something this
     server would not do."""
-    if webhook:
-        raise ValueError(
-            "webhook is not supported: this server calls no webhooks yet; follow the run's "
-            "stream, or poll or join it (GET /threads/{thread_id}/runs/{run_id}/join)"
-        )
     if after_seconds:
         raise ValueError(
             "after_seconds is not supported: runs start when created; create the run later, "

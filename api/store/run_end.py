@@ -1,5 +1,5 @@
 """A run's end in one statement: its last events (the ``end`` among them), its final status, and
-its thread's status and values.
+its thread's status and values, and its webhook's outbox row.
 
 Sent as separate statements in one transaction, that was ``BEGIN``, three statements and
 ``COMMIT``. As one ``UPDATE`` with data-modifying ``WITH`` clauses it is one message and one
@@ -17,6 +17,7 @@ from psycopg import AsyncConnection
 
 from api.store.events import FENCED_EVENTS_CTE, EventRows
 from api.store.threads import state_columns
+from api.store.webhooks import OUTBOX_CTE, outbox_params
 
 _FINISH = (
     "WITH"
@@ -26,7 +27,9 @@ finished AS (
     UPDATE runs SET status = %(status)s, error = %(error)s, lease_until = NULL,
         updated_at = now()
     WHERE run_id = %(run)s AND (SELECT true FROM fence)
-    RETURNING run_id)
+    RETURNING *),"""
+    + OUTBOX_CTE
+    + """
 UPDATE threads SET
     status = CASE
         WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = %(thread)s AND run_id <> %(run)s
@@ -51,14 +54,17 @@ async def finish(
     after: str,
     values: Any = None,
     interrupts: dict[str, Any] | None = None,
+    hook: dict[str, Any] | None = None,
 ) -> str | None:
     """Store ``events`` (fenced: raises when the attempt no longer holds the run, and then
     nothing changes), end the run with ``status``, and set its thread's status (``after``, or
     busy while another run is active) and values; returns the thread's new status (None: no
-    such thread)."""
+    such thread). A run with a webhook gets its outbox row, with ``hook`` (its values and
+    error, ``api.webhook_payload``)."""
     params = {
         **events.params(),
         **state_columns(values, interrupts),
+        **outbox_params(hook),
         "run": uuid.UUID(events.run_id),
         "status": status,
         "error": error,

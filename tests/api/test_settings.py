@@ -96,7 +96,7 @@ def test_a_list_setting_is_a_json_array_or_comma_separated(
 def test_every_list_setting_takes_both_forms(
     clean_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    names = [n for n, f in Settings.model_fields.items() if "list[" in str(f.annotation)]
+    names = [n for n, f in Settings.model_fields.items() if "list[str]" in str(f.annotation)]
     assert {"allowed_hosts", "cors_origins", "freeform_check", "allowed_programs"} <= set(names)
     for raw in ("python, -m,pytest", '["python", "-m", "pytest"]'):
         for name in names:
@@ -104,6 +104,10 @@ def test_every_list_setting_takes_both_forms(
         s = Settings()
         for name in names:
             assert getattr(s, name) == ["python", "-m", "pytest"], name
+    for raw in ("10.0.0.0/8, ::1", '["10.0.0.0/8", "::1"]'):  # a list of networks
+        monkeypatch.setenv("THREADLINE_WEBHOOK_ALLOWED_NETWORKS", raw)
+        networks = Settings().webhook_allowed_networks
+        assert [str(n) for n in networks] == ["10.0.0.0/8", "::1/128"]
 
 
 def test_an_empty_list_or_object_setting_means_its_default(
