@@ -7,10 +7,13 @@ thread the run creates is inserted unread, with the run and the ``COMMIT``: two 
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from api import assistant_access
+from api.assistant_config import RunAssistant
 from api.auth.context import caller
 from api.commit_gate import CommitGate
 from api.database import pipelined_transaction
@@ -25,7 +28,7 @@ from api.run_checks import (
 )
 from api.run_events import end_event
 from api.schemas import RunCreate
-from api.store import audit, events, runs, threads
+from api.store import assistants, audit, events, runs, threads
 from api.store.claim_sql import saved_nothing
 from api.store.run_insert import as_claimed
 
@@ -48,24 +51,32 @@ async def create_run(
     body: RunCreate,
     *,
     threadless: bool = False,
+    assistant: RunAssistant | None = None,
     _stopped: list[str] | None = None,
     _tries: int = 0,
     _read_first: bool = False,
 ) -> dict[str, Any]:
     """Validate, then queue the run in one transaction with the check for active runs.
 
+    ``assistant``: what ``body.assistant_id`` names (``api.assistant_access.for_run``), if the
+    caller resolved it already. A graph's default assistant is read in the transaction's first
+    round trip, with the thread.
+
     A resume records each answered interrupt in ``approvals`` in that transaction: a second
     answer to the same interrupt, concurrent or later, gets 409 and queues nothing. The run
     and its decisions are the caller's: the audit log names them, the graph sees them as
     ``langgraph_auth_user``.
     """
-    svc.graph(body.assistant_id)
+    target = assistant or await assistant_access.for_run(svc, body.assistant_id)
     user, actor = caller(), svc.actor()
     read_first = _read_first or reads_first(body)
     checked: Checked | None = None
     if read_first:
+        target = await assistant_access.load(svc, target)
         found = await visible_for_run(svc, thread_id, body)
-        checked = await check_request(svc, thread_id, body, found, threadless=threadless)
+        checked = await check_request(
+            svc, thread_id, body, found, assistant=target, threadless=threadless
+        )
     stopped = list(_stopped or [])
     if checked and checked.thread and body.multitask_strategy in ("interrupt", "rollback"):
         async with svc.pool.connection() as conn:
@@ -82,13 +93,26 @@ async def create_run(
             async with pipelined_transaction(conn):
                 progress = None
                 if checked is None:
+                    # A graph's default assistant: read with the thread, in the same round trip.
+                    default = None
+                    if not target.loaded:
+                        key = uuid.UUID(target.assistant_id)
+                        default = await assistants.send_get(conn, key)
                     found, active, progress = await runs.lock_and_read_thread(
                         conn, thread_id, progress=_may_start(svc)
                     )
+                    if default is not None:
+                        target = assistant_access.loaded(target, await default.fetchone())
                     if found is not None:
                         await check_visible(svc, thread_id, body, found)
                     checked = await check_request(
-                        svc, thread_id, body, found, threadless=threadless, in_transaction=True
+                        svc,
+                        thread_id,
+                        body,
+                        found,
+                        assistant=target,
+                        threadless=threadless,
+                        in_transaction=True,
                     )
                 else:
                     active = await runs.lock_thread(conn, thread_id)
@@ -139,7 +163,8 @@ async def create_run(
                 inserted = await runs.send_insert(
                     conn,
                     thread_id=thread_id,
-                    assistant_id=body.assistant_id,
+                    assistant_id=target.assistant_id,
+                    graph_id=target.graph_id,
                     kwargs=kwargs,
                     metadata=body.metadata,
                     multitask_strategy=body.multitask_strategy,
@@ -172,7 +197,8 @@ async def create_run(
                     claimed = as_claimed(
                         inserted.run_id,
                         thread_id=thread_id,
-                        assistant_id=body.assistant_id,
+                        assistant_id=target.assistant_id,
+                        graph_id=target.graph_id,
                         kwargs=kwargs,
                         metadata=body.metadata,
                         multitask_strategy=body.multitask_strategy,
@@ -193,7 +219,13 @@ async def create_run(
         if isinstance(err, ReadFirst):
             # Nothing was written: check the run on a read of its own, before the transaction.
             return await create_run(
-                svc, thread_id, body, threadless=threadless, _tries=_tries, _read_first=True
+                svc,
+                thread_id,
+                body,
+                threadless=threadless,
+                assistant=target,
+                _tries=_tries,
+                _read_first=True,
             )
         if not isinstance(err, _CancelFirst):
             raise
@@ -209,6 +241,7 @@ async def create_run(
             thread_id,
             body,
             threadless=threadless,
+            assistant=target,
             _stopped=stopped,
             _tries=_tries + 1,
             _read_first=read_first,

@@ -12,16 +12,16 @@ if TYPE_CHECKING:
     from api.service import Service
 
 
-def breakpoints(svc: Service, body: RunCreate, key: str) -> list[str] | str | None:
+def breakpoints(svc: Service, graph_id: str, body: RunCreate, key: str) -> list[str] | str | None:
     """``interrupt_before`` / ``interrupt_after``: ``"*"`` or nodes the graph has (422)."""
     nodes = getattr(body, key)
     if nodes is None or nodes == "*":
         return cast("str | None", nodes)
-    known = [n for n in svc.graph(body.assistant_id).nodes if n != "__start__"]
+    known = [n for n in svc.graph(graph_id).nodes if n != "__start__"]
     unknown = sorted(set(nodes) - set(known))
     if unknown:
         raise Invalid(
-            f"{key} names {unknown}, which assistant {body.assistant_id!r} does not have; "
+            f"{key} names {unknown}, which graph {graph_id!r} does not have; "
             f'use its nodes ({", ".join(known)}) or "*"'
         )
     return list(dict.fromkeys(nodes))

@@ -23,11 +23,12 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from api.assistant_config import RunAssistant, default_assistant_id, merged
 from api.cron_schedule import next_after
 from api.database import Pool
 from api.db_health import log_failure
 from api.hub import Hub
-from api.store import crons, runs, threads
+from api.store import assistants, crons, runs, threads
 from api.store.rows import iso
 
 logger = logging.getLogger(__name__)
@@ -46,11 +47,27 @@ def next_due(row: dict[str, Any], now: datetime) -> datetime | None:
     return found
 
 
+async def _assistant(conn: AsyncConnection[Any], assistant_id: str) -> RunAssistant | None:
+    """The schedule's assistant as it is now. A schedule made before assistants were stored
+    names a graph: its default assistant, or the graph alone when it has none (yet)."""
+    key = assistants.as_uuid(assistant_id)
+    row = await assistants.get(conn, key or uuid.UUID(default_assistant_id(assistant_id)))
+    if row is not None:
+        return RunAssistant.from_row(row)
+    return None if key is not None else RunAssistant(assistant_id, assistant_id)
+
+
 async def _fire(conn: AsyncConnection[Any], row: dict[str, Any]) -> dict[str, Any] | None:
-    """Queue the run for the row's due time; None when its thread is busy and it rejects."""
+    """Queue the run for the row's due time, with its assistant's config and context as they
+    are now (as LangGraph Server creates each run); None when its thread is busy and it
+    rejects, or its assistant is gone."""
     cron_id = str(row["cron_id"])
     thread_id = row["thread_id"]
     strategy = row["multitask_strategy"]
+    assistant = await _assistant(conn, row["assistant_id"])
+    if assistant is None:
+        logger.warning("schedule %s: its assistant is gone, due time skipped", cron_id)
+        return None
     if thread_id is None:
         thread_id = str(uuid.uuid4())
         await threads.create(conn, thread_id, {"cron_id": cron_id}, row["owner"])
@@ -63,12 +80,16 @@ async def _fire(conn: AsyncConnection[Any], row: dict[str, Any]) -> dict[str, An
             logger.info("schedule %s: thread %s is busy, due time skipped", cron_id, thread_id)
             return None
     kwargs = dict(row["kwargs"])
+    kwargs["config"], context = merged(assistant, kwargs.get("config"), kwargs.get("context"))
+    if context is not None:
+        kwargs["context"] = context
     if row["thread_id"] is None and row["on_run_completed"] == "delete":
         kwargs["on_completion"] = "delete"
     run = await runs.insert(
         conn,
         thread_id=thread_id,
-        assistant_id=row["assistant_id"],
+        assistant_id=assistant.assistant_id,
+        graph_id=assistant.graph_id,
         kwargs=kwargs,
         metadata={**row["metadata"], "cron_id": cron_id, "cron_due_at": iso(row["next_run_at"])},
         multitask_strategy=strategy,

@@ -50,7 +50,12 @@ RunId = Annotated[
     str, Path(min_length=1, max_length=MAX_ID_LENGTH, description="The run's id (a UUID).")
 ]
 AssistantId = Annotated[
-    str, Path(min_length=1, max_length=MAX_ID_LENGTH, description="The assistant (graph) id.")
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        description="An assistant's id (a UUID), or a served graph's name (its default one).",
+    ),
 ]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items (1-1000).")]
 Offset = Annotated[

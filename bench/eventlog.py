@@ -77,8 +77,8 @@ def sample_events() -> list[tuple[str, str]]:
 async def _new_run(conn: AsyncConnection[Any], thread_id: str) -> str:
     run_id = str(uuid.uuid4())
     await conn.execute(
-        "INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, status, attempt)"
-        " VALUES (%s, %s, 'agent', '{}', 'running', 1)",
+        "INSERT INTO runs (run_id, thread_id, assistant_id, graph_id, kwargs, status, attempt)"
+        " VALUES (%s, %s, 'agent', 'agent', '{}', 'running', 1)",
         (uuid.UUID(run_id), thread_id),
     )
     return run_id

@@ -11,7 +11,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER = "api/builtin_agent"
 MAX_LINES = 300
-SERVICE_TABLES = ("runs", "run_events", "threads", "approvals", "audit_log", "api_keys")
+SERVICE_TABLES = (
+    "runs",
+    "run_events",
+    "threads",
+    "approvals",
+    "audit_log",
+    "api_keys",
+    "assistants",
+    "assistant_versions",
+)
 SQL_ON_SERVICE_TABLES = re.compile(
     r"\b(?:FROM|INTO|UPDATE|JOIN)\s+(?:" + "|".join(SERVICE_TABLES) + r")\b", re.IGNORECASE
 )

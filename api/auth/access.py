@@ -67,14 +67,21 @@ class Access:
     def enabled(self) -> bool:
         return self.mode != "none"
 
-    async def scope(self, user: User, action: str, value: dict[str, Any] | None = None) -> Scope:
-        """The caller's scope for ``threads.<action>``; ``value`` is what the handler sees and
-        may edit (a new thread's metadata, say). Raises 403 when a handler refuses."""
+    async def scope(
+        self,
+        user: User,
+        action: str,
+        value: dict[str, Any] | None = None,
+        resource: str = "threads",
+    ) -> Scope:
+        """The caller's scope for ``<resource>.<action>`` (threads, or assistants, which have
+        owners too); ``value`` is what the handler sees and may edit (a new thread's metadata,
+        say). Raises 403 when a handler refuses."""
         if not self.enabled or user is NOBODY:
             return EVERYTHING
         if self.auth is not None:
             applied, flt = await custom.authorize(
-                self.auth, user, "threads", action, value if value is not None else {}
+                self.auth, user, resource, action, value if value is not None else {}
             )
             if applied:
                 return Scope(owner=None, flt=flt)
@@ -97,7 +104,7 @@ class Access:
         return await self.scope(user, "create_run", value)
 
     async def check(self, user: User, resource: str, action: str, value: dict[str, Any]) -> None:
-        """Run the handler of a resource that has no owner (assistants); it may refuse."""
+        """Run the handler of a resource checked by its handler alone (crons); it may refuse."""
         if self.auth is not None and user is not NOBODY:
             await custom.authorize(self.auth, user, resource, action, value)
 

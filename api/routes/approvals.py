@@ -30,10 +30,11 @@ async def decide(
     answer, the resume value of that interrupt); starts (and returns) the run that resumes the
     thread."""
     answer: dict[str, Any] = {"decisions": body.decisions}
-    assistant = await svc.assistant_of(thread_id)
+    # Resumed with the assistant of the thread's latest run (its config and context again).
+    assistant = await svc.latest_assistant(thread_id)
     # The id is explicit here: one that is not pending is a 409 naming those that are (as a
     # resume map gets), never taken for the answer to whichever interrupt is pending.
-    pending = [i.id for i in (await svc.state(thread_id, assistant)).interrupts]
+    pending = [i.id for i in (await svc.state(thread_id)).interrupts]
     if pending and body.interrupt_id not in pending:
         raise Conflict(
             f"Interrupt {body.interrupt_id!r} is not pending on this thread (already answered "

@@ -10,6 +10,7 @@ import anyio
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from api.assistant_access import for_run
 from api.deps import ServiceDep
 from api.errors import ApiError, NotFound, responses
 from api.json_body import MAX_INT
@@ -67,18 +68,19 @@ SSE: dict[int | str, dict[str, Any]] = {
 async def _create(svc: ServiceDep, thread_id: str, body: RunCreate) -> dict[str, Any]:
     """Queue the run, once its input and ``command.update`` are values its graph's state can
     take (a stored value it cannot would break every later read of the thread)."""
-    graph = svc.graph(body.assistant_id)
+    assistant = await for_run(svc, body.assistant_id)
+    graph = svc.graph(assistant.graph_id)
 
     async def current() -> Any:
         try:
-            return (await svc.state(thread_id, body.assistant_id)).values
+            return (await svc.state(thread_id, assistant.graph_id)).values
         except NotFound:
             return {}
 
     await check_state_writes(graph, body.input, "input", current)
     if body.command is not None:
         await check_state_writes(graph, body.command.update, "command.update", current)
-    return await svc.create_run(thread_id, body)
+    return await svc.create_run(thread_id, body, assistant=assistant)
 
 
 def _links(thread_id: str, run_id: str) -> dict[str, str]:

@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from sse_starlette import EventSourceResponse
 
+from api.assistant_access import for_run
 from api.deps import ServiceDep
 from api.errors import Conflict, Invalid, NotFound, responses
 from api.routes.runs import (
@@ -69,9 +70,10 @@ async def _create(svc: ServiceDep, body: RunCreate) -> dict[str, Any]:
     async def nothing() -> Any:
         return {}
 
-    await check_state_writes(svc.graph(body.assistant_id), body.input, "input", nothing)
+    assistant = await for_run(svc, body.assistant_id)
+    await check_state_writes(svc.graph(assistant.graph_id), body.input, "input", nothing)
     body = body.model_copy(update={"if_not_exists": "create"})
-    return await svc.create_run(str(uuid.uuid4()), body, threadless=True)
+    return await svc.create_run(str(uuid.uuid4()), body, threadless=True, assistant=assistant)
 
 
 @router.post("/runs", response_model=Run, responses=CREATE_ERRORS)

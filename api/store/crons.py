@@ -108,7 +108,10 @@ async def delete(conn: AsyncConnection[Any], cron_id: str, owner: str | None) ->
 def _where(owner: str | None, filters: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     parts: list[str] = [VISIBLE]
     params: dict[str, Any] = {"owner": owner}
-    for key in ("assistant_id", "thread_id", "enabled"):
+    if filters.get("assistant_id") is not None:  # one of these ids
+        parts.append("assistant_id = ANY(%(assistant_id)s)")
+        params["assistant_id"] = list(filters["assistant_id"])
+    for key in ("thread_id", "enabled"):
         if filters.get(key) is not None:
             parts.append(f"{key} = %({key})s")
             params[key] = filters[key]
@@ -143,6 +146,12 @@ async def count(conn: AsyncConnection[Any], owner: str | None, filters: dict[str
     cur = await conn.execute(f"SELECT count(*) AS n FROM crons WHERE {where}", params)
     row = await cur.fetchone()
     return int(row["n"]) if row else 0
+
+
+async def delete_for_assistant(conn: AsyncConnection[Any], assistant_ids: list[str]) -> int:
+    """Delete the schedules of an assistant (``assistant_ids``: the ids they may name it by)."""
+    cur = await conn.execute("DELETE FROM crons WHERE assistant_id = ANY(%s)", (assistant_ids,))
+    return cur.rowcount
 
 
 async def lock_due(conn: AsyncConnection[Any], limit: int) -> list[dict[str, Any]]:

@@ -16,6 +16,8 @@ def run_out(row: dict[str, Any]) -> dict[str, Any]:
         "run_id": str(row["run_id"]),
         "thread_id": row["thread_id"],
         "assistant_id": row["assistant_id"],
+        # The graph it executes (not in the API's ``Run``: the routes' response model drops it).
+        "graph_id": row.get("graph_id") or row["assistant_id"],
         "created_at": iso(row["created_at"]),
         "updated_at": iso(row["updated_at"]),
         "status": row["status"],

@@ -49,12 +49,14 @@ async def send_insert(
     kwargs: dict[str, Any],
     metadata: dict[str, Any],
     multitask_strategy: str,
+    graph_id: str | None = None,
     start: tuple[str, float] | None = None,
     progress: str | None = None,
 ) -> Inserted:
-    """Queue a run and mark its thread busy, its metadata naming the run's graph (``graph_id``,
-    ``assistant_id``, as LangGraph Server does: clients such as agent-chat-ui list a graph's
-    threads by it); call inside the transaction that checked the thread.
+    """Queue a run and mark its thread busy, its metadata naming the run's graph and assistant
+    (``graph_id``, ``assistant_id``, as LangGraph Server does: clients such as agent-chat-ui
+    list a graph's threads by it); call inside the transaction that checked the thread.
+    ``graph_id``: the graph the run executes (None: ``assistant_id`` names a graph).
 
     ``start`` = ``(worker_id, lease seconds)``: the run is not queued but claimed at once by that
     worker, as its first attempt, exactly as :func:`claim` would take it (the thread has no other
@@ -71,11 +73,11 @@ async def send_insert(
     run_id = uuid.uuid4()
     cur = await conn.execute(
         "WITH ins AS ("
-        "  INSERT INTO runs (run_id, thread_id, assistant_id, kwargs, metadata, multitask_strategy"
+        "  INSERT INTO runs (run_id, thread_id, assistant_id, graph_id, kwargs, metadata,"
+        " multitask_strategy"
         + (", status, attempt, worker_id, lease_until, progress" if start else "")
-        + ")  VALUES (%(run)s, %(thread)s, %(assistant)s, %(kwargs)s, %(metadata)s, %(strategy)s"
-        + claimed
-        + ")  RETURNING *),"
+        + ")  VALUES (%(run)s, %(thread)s, %(assistant)s, %(graph)s, %(kwargs)s, %(metadata)s,"
+        " %(strategy)s" + claimed + ")  RETURNING *),"
         " busy AS (UPDATE threads SET status = 'busy', updated_at = now(),"
         "  metadata = metadata || %(label)s"
         "  WHERE thread_id = %(thread)s)"
@@ -83,10 +85,11 @@ async def send_insert(
         + ("" if start else ", pg_notify(%(channel)s, 'new')")
         + " FROM ins",
         {
-            "label": Jsonb({"graph_id": assistant_id, "assistant_id": assistant_id}),
+            "label": Jsonb({"graph_id": graph_id or assistant_id, "assistant_id": assistant_id}),
             "run": run_id,
             "thread": thread_id,
             "assistant": assistant_id,
+            "graph": graph_id or assistant_id,
             "kwargs": Jsonb(kwargs),
             "metadata": Jsonb(metadata),
             "strategy": multitask_strategy,
@@ -107,6 +110,7 @@ def as_claimed(
     kwargs: dict[str, Any],
     metadata: dict[str, Any],
     multitask_strategy: str,
+    graph_id: str,
 ) -> dict[str, Any]:
     """The row (as ``run_out`` gives it) that :func:`send_insert` with ``start`` returns, built
     before it is read: claimed, first attempt; ``kwargs`` as read back from JSON."""
@@ -116,6 +120,7 @@ def as_claimed(
             "run_id": run_id,
             "thread_id": thread_id,
             "assistant_id": assistant_id,
+            "graph_id": graph_id,
             "created_at": now,
             "updated_at": now,
             "status": "running",

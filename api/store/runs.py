@@ -233,14 +233,26 @@ async def by_id(conn: AsyncConnection[Any], run_id: str) -> dict[str, Any] | Non
     return run_out(row) if row else None
 
 
-async def latest_assistant(conn: AsyncConnection[Any], thread_id: str) -> str | None:
-    """The assistant of the thread's latest run."""
+async def latest_assistant(conn: AsyncConnection[Any], thread_id: str) -> dict[str, Any] | None:
+    """The assistant and the graph of the thread's latest run (``assistant_id``, ``graph_id``)."""
     cur = await conn.execute(
-        "SELECT assistant_id FROM runs WHERE thread_id = %s ORDER BY created_at DESC LIMIT 1",
+        "SELECT assistant_id, graph_id FROM runs WHERE thread_id = %s"
+        " ORDER BY created_at DESC LIMIT 1",
+        (thread_id,),
+    )
+    return await cur.fetchone()
+
+
+async def labelled_graph(conn: AsyncConnection[Any], thread_id: str) -> str | None:
+    """The graph the thread's metadata names (its runs label it, a copy keeps it): ``graph_id``,
+    else ``assistant_id`` (which named the graph before assistants were stored)."""
+    cur = await conn.execute(
+        "SELECT coalesce(metadata->>'graph_id', metadata->>'assistant_id') AS g FROM threads"
+        " WHERE thread_id = %s",
         (thread_id,),
     )
     row = await cur.fetchone()
-    return str(row["assistant_id"]) if row else None
+    return row["g"] if row else None
 
 
 async def active(conn: AsyncConnection[Any], thread_id: str) -> dict[str, Any] | None:

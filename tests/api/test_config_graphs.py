@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api.assistant_config import default_assistant_id
 from eval.harness import ServerProcess, ServerStartError, SSEEvent, serving
 from tests.api.conftest import FAST
 from tests.utils.runs import read_events, wait_status
@@ -86,7 +87,10 @@ async def test_info_lists_the_builtin_and_the_configured_graph(http: httpx.Async
     info = (await http.get("/info")).json()
     assert info["assistants"] == ["agent", "mine"]
     assistants = (await http.post("/assistants/search", json={})).json()
-    assert [a["assistant_id"] for a in assistants] == ["agent", "mine"]
+    # Each served graph's default assistant, its id derived from the graph's as LangGraph does.
+    assert sorted((a["graph_id"], a["assistant_id"]) for a in assistants) == [
+        (graph_id, default_assistant_id(graph_id)) for graph_id in ("agent", "mine")
+    ]
     assert (await http.get("/assistants/mine")).json()["graph_id"] == "mine"
 
 

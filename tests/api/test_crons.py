@@ -23,6 +23,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError
 
+from api.assistant_config import default_assistant_id
 from eval.harness import ServerProcess
 from tests.utils.keys import create_key
 from tests.utils.tasks import counter
@@ -30,13 +31,16 @@ from tests.utils.tasks import counter
 GREET = {"task": {"name": "greet", "params": {"name": "Ada"}}}
 COUNT = counter(1)
 """A run that needs no approval."""
+AGENT = default_assistant_id("agent")
 
 
 async def test_create_search_count_update_delete(client: Any) -> None:
     cron = await client.crons.create(
         "agent", schedule="*/5 * * * *", input=GREET, metadata={"suite": "crons"}
     )
-    assert cron["assistant_id"] == "agent" and cron["thread_id"] is None
+    # Stored as LangGraph Server stores it: the assistant the graph's name names (its default).
+    assert cron["assistant_id"] == AGENT and cron["thread_id"] is None
+    assert cron["payload"]["assistant_id"] == AGENT
     assert cron["schedule"] == "*/5 * * * *" and cron["enabled"] is True
     assert cron["payload"]["input"] == GREET and cron["metadata"] == {"suite": "crons"}
     due = datetime.fromisoformat(cron["next_run_date"])
@@ -80,7 +84,7 @@ async def test_create_search_count_update_delete(client: Any) -> None:
         ({"schedule": "* * * * * *"}, "minute resolution"),
         ({"schedule": "H * * * *"}, "cron expression"),
         ({"schedule": "*/5 * * * *", "timezone": "Mars/Olympus"}, "IANA"),
-        ({"schedule": "*/5 * * * *", "webhook": "http://x"}, "webhook"),
+        ({"schedule": "*/5 * * * *", "webhook": "http://10.0.0.1/hook"}, "private"),
         ({"schedule": "*/5 * * * *", "end_time": "2030-01-01T00:00:00"}, "time zone offset"),
         ({"schedule": "*/5 * * * *", "multitask_strategy": "rollback"}, "enqueue"),
         ({"schedule": "*/5 * * * *", "interrupt_before": ["nope"]}, "does not have"),

@@ -84,7 +84,7 @@ async def test_unknown_things_are_404(http: httpx.AsyncClient) -> None:
         await http.post(f"/threads/{tid}/runs", json={"assistant_id": "nope"}),
         404,
         "nope",
-        "known assistants: agent",
+        "a served graph's name (agent)",
     )
     missing = f"missing-{uuid.uuid4().hex[:8]}"
     expect(await http.get(f"/threads/{missing}"), 404, missing, "POST /threads")

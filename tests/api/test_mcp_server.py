@@ -24,6 +24,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from api.assistant_config import default_assistant_id
 from eval.harness import ServerProcess
 from tests.utils.db import create_database, drop_database
 from tests.utils.keys import create_key
@@ -226,7 +227,7 @@ async def test_assistants_start_durable_runs(
         bad = await session.call_tool("agent", {"input": {"task": {"name": "nope"}}})
         assert bad.is_error
     run = (await http.get(f"/threads/{out['thread_id']}/runs/{out['run_id']}")).json()
-    assert run["status"] == "success" and run["assistant_id"] == "agent"
+    assert run["status"] == "success" and run["assistant_id"] == default_assistant_id("agent")
 
 
 @pytest.fixture

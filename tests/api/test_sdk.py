@@ -13,6 +13,7 @@ import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
+from api.assistant_config import default_assistant_id
 from eval.harness import ServerProcess, counter_lines
 from tests.utils.runs import MODES, collect
 from tests.utils.tasks import counter, greet
@@ -160,7 +161,7 @@ async def test_runs_list_and_get(client: Any) -> None:
     assert [r["run_id"] for r in listed] == [second["run_id"], first["run_id"]]
     got = await client.runs.get(tid, first["run_id"])
     assert got["status"] == "success"
-    assert got["assistant_id"] == "agent"
+    assert got["assistant_id"] == default_assistant_id("agent")  # the graph's default
     assert got["thread_id"] == tid
     assert (await client.runs.get(tid, second["run_id"]))["metadata"] == {"which": "second"}
     with pytest.raises(NotFoundError):
@@ -227,7 +228,7 @@ async def test_approval_flow(client: Any, server: ServerProcess) -> None:
 
 async def test_info_and_assistants(client: Any, server: ServerProcess) -> None:
     assistants = await client.assistants.search()
-    assert "agent" in [a["assistant_id"] for a in assistants]
+    assert default_assistant_id("agent") in [a["assistant_id"] for a in assistants]
     async with httpx.AsyncClient(base_url=server.url) as http:
         info = (await http.get("/info")).json()
     assert info["database"] == "external"

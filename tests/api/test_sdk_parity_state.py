@@ -14,11 +14,13 @@ import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
+from api.assistant_config import default_assistant_id
 from tests.api.test_auth import headers_for
 from tests.utils.keys import create_key
 from tests.utils.tasks import counter
 
 COUNTER = counter(2, 0)
+AGENT = default_assistant_id("agent")
 
 
 async def finished_thread(client: Any, **metadata: Any) -> str:
@@ -30,19 +32,27 @@ async def finished_thread(client: Any, **metadata: Any) -> str:
 
 async def test_assistants_search_count_and_shape(client: Any, http: httpx.AsyncClient) -> None:
     found = await client.assistants.search(graph_id="agent", limit=5)
-    assert [a["assistant_id"] for a in found] == ["agent"]
+    assert [a["assistant_id"] for a in found] == [AGENT]  # the graph's default
     a = found[0]
     assert a["version"] == 1 and a["description"] is None and a["context"] == {}
+    # Named as LangGraph Server names a default: the compiled graph's own name.
+    assert a["metadata"] == {"created_by": "system"} and a["name"] == "threadline-agent"
     assert a["created_at"] and a["updated_at"]
-    assert await client.assistants.search(graph_id="nope") == []
     assert await client.assistants.search(metadata={"x": 1}) == []
     assert await client.assistants.search(offset=5) == []
     assert len(await client.assistants.search(sort_by="name", sort_order="asc")) >= 1
     assert await client.assistants.count() >= 1
-    assert await client.assistants.count(graph_id="nope") == 0
+    # A graph that is not served is a 404 naming those that are, as on LangGraph Server.
+    for call in (
+        client.assistants.search(graph_id="nope"),
+        client.assistants.count(graph_id="nope"),
+    ):
+        with pytest.raises(NotFoundError, match="agent"):
+            await call
     picked = await client.assistants.search(select=["assistant_id", "version"])
-    assert picked[0] == {"assistant_id": "agent", "version": 1}
+    assert picked[0] == {"assistant_id": AGENT, "version": 1}
     got = await client.assistants.get("agent")
+    assert got == await client.assistants.get(AGENT)
     assert got["version"] == 1 and got["created_at"] == a["created_at"]
     # Hostile input: a 422 that names the field, never a 500.
     for body in ({"sort_by": "secret"}, {"sort_order": "up"}, {"limit": 0}, {"offset": -1}):

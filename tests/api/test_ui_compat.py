@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from api.assistant_config import default_assistant_id
 from tests.utils.runs import new_thread, read_events, wait_status
 from tests.utils.tasks import greet
 
@@ -77,7 +78,9 @@ async def test_a_thread_names_the_graph_of_its_runs_in_its_metadata(
     tid = await new_thread(http, metadata={"title": "mine"})
     await run_to_end(http, tid, {"input": user("hello")})
     thread = (await http.get(f"/threads/{tid}")).json()
-    assert thread["metadata"] == {"title": "mine", "graph_id": "agent", "assistant_id": "agent"}
+    # As LangGraph Server labels it: the graph, and the assistant (the graph's default here).
+    agent = default_assistant_id("agent")
+    assert thread["metadata"] == {"title": "mine", "graph_id": "agent", "assistant_id": agent}
     listed = await http.post("/threads/search", json={"metadata": {"graph_id": "agent"}})
     assert tid in [t["thread_id"] for t in listed.json()]
     # A thread created by the run itself is labelled too.

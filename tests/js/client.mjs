@@ -20,3 +20,5 @@ export function clientWith(options = {}) {
   return new Client({ apiUrl, defaultHeaders: apiKey ? { "x-api-key": apiKey } : {}, ...options });
 }
 export const client = clientWith();
+/** Graph `agent`'s default assistant: uuid5(NAMESPACE_GRAPH, "agent"), as LangGraph names it. */
+export const AGENT_ASSISTANT = "fe096781-5601-53d2-b2f6-0d3403f7e9ca";

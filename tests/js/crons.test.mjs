@@ -3,14 +3,14 @@
 // 422 a malformed schedule gets. tests/api/test_js_sdk.py runs it with `node --test`.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { client, sdkVersion } from "./client.mjs";
+import { AGENT_ASSISTANT, client, sdkVersion } from "./client.mjs";
 const COUNTER = { task: { name: "counter", params: { n: 1, delay: 0 } } };
 
 test("crons: create, createForThread, search, count, update, delete", async () => {
   const tag = `js-${Date.now()}`;
   const cron = await client.crons.create("agent", { schedule: "*/10 * * * *", input: COUNTER, metadata: { tag } });
   assert.match(cron.cron_id, /^[0-9a-f-]{36}$/);
-  assert.equal(cron.assistant_id, "agent");
+  assert.equal(cron.assistant_id, AGENT_ASSISTANT); // what the graph's name names, as LangGraph stores it
   assert.equal(cron.thread_id, null);
   assert.equal(cron.schedule, "*/10 * * * *");
   assert.deepEqual(cron.payload.input, COUNTER);

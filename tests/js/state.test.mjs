@@ -3,7 +3,7 @@
 // filters, the state at a checkpoint, state updates and copies. Run by tests/api/test_js_sdk.py.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { client } from "./client.mjs";
+import { AGENT_ASSISTANT, client } from "./client.mjs";
 const COUNTER = { task: { name: "counter", params: { n: 2, delay: 0 } } };
 
 async function finishedThread(metadata = {}) {
@@ -14,12 +14,13 @@ async function finishedThread(metadata = {}) {
 
 test("assistants: search with filters, count, graph, schemas", async () => {
   const found = await client.assistants.search({ graphId: "agent", limit: 5, sortBy: "name", sortOrder: "asc" });
-  assert.deepEqual(found.map((a) => a.assistant_id), ["agent"]);
+  assert.deepEqual(found.map((a) => a.assistant_id), [AGENT_ASSISTANT]);
   assert.equal(found[0].version, 1);
   assert.ok(found[0].created_at && found[0].updated_at);
-  assert.deepEqual(await client.assistants.search({ graphId: "nope" }), []);
+  // A graph that is not served is a 404, as on LangGraph Server.
+  await assert.rejects(client.assistants.search({ graphId: "nope" }), (err) => err.status === 404);
   assert.ok((await client.assistants.count()) >= 1);
-  assert.equal(await client.assistants.count({ graphId: "nope" }), 0);
+  await assert.rejects(client.assistants.count({ graphId: "nope" }), (err) => err.status === 404);
   const graph = await client.assistants.getGraph("agent", { xray: true });
   assert.ok(graph.nodes.some((n) => n.id === "agent"));
   const schemas = await client.assistants.getSchemas("agent");
