@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema
 
 from api.schemas import Id, Lenient, Metadata, RunConfig, StreamModes
 from api.validation import MAX_ID_LENGTH
+from api.webhook_url import WebhookUrl
 
 Schedule = Annotated[
     str,
@@ -43,15 +44,6 @@ def _config(value: dict[str, Any] | None) -> dict[str, Any] | None:
 EndTime = Annotated[datetime | None, AfterValidator(_aware)]
 
 
-def _no_webhooks(data: Any) -> Any:
-    if isinstance(data, dict) and data.get("webhook"):
-        raise ValueError(
-            "webhook is not supported: this server calls no webhooks; poll the schedule's runs "
-            "instead (POST /threads/search with metadata cron_id)"
-        )
-    return data
-
-
 class CronPayload(Lenient):
     """What each run of the schedule is created with (the run-create fields that apply)."""
 
@@ -70,6 +62,8 @@ class CronPayload(Lenient):
     stream_resumable: bool | None = None
     durability: Literal["sync", "async", "exit"] | None = None
     checkpoint_during: bool | None = None
+    webhook: WebhookUrl | None = None
+    """POSTed each run when it ends, as a run's ``webhook``."""
 
 
 class CronCreate(CronPayload):
@@ -89,11 +83,6 @@ class CronCreate(CronPayload):
         "(as LangGraph does; `api.ephemeral`), or kept.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def no_webhooks(cls, data: Any) -> Any:
-        return _no_webhooks(data)
-
 
 class CronUpdate(CronPayload):
     """``PATCH /runs/crons/{cron_id}``: the fields sent replace the schedule's."""
@@ -103,11 +92,6 @@ class CronUpdate(CronPayload):
     end_time: EndTime = None
     enabled: bool | None = None
     on_run_completed: Literal["delete", "keep"] | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def no_webhooks(cls, data: Any) -> Any:
-        return _no_webhooks(data)
 
 
 CronSortBy = Literal[

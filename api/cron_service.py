@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from api import cron_schedule
+from api import assistant_access, cron_schedule, webhook_url
+from api.assistant_access import for_run
+from api.assistant_config import RunAssistant, default_assistant_id, merged
 from api.auth.context import caller
 from api.auth.user import NOBODY
 from api.cron_schemas import CronCreate, CronPayload, CronSearch, CronUpdate
 from api.errors import Invalid, NotFound
 from api.run_checks import with_caller
-from api.run_context import effective_config
+from api.run_context import check_context, effective_config
 from api.store import crons
 
 if TYPE_CHECKING:
@@ -38,21 +40,24 @@ def _not_found(cron_id: str) -> NotFound:
     return NotFound(f"No schedule {cron_id!r}. POST /runs/crons/search lists yours.")
 
 
-def _nodes(svc: Service, assistant_id: str, key: str, nodes: Any) -> Any:
+def _nodes(svc: Service, graph_id: str, key: str, nodes: Any) -> Any:
     if nodes is None or nodes == "*":
         return nodes
-    known = [n for n in svc.graph(assistant_id).nodes if n != "__start__"]
+    known = [n for n in svc.graph(graph_id).nodes if n != "__start__"]
     unknown = sorted(set(nodes) - set(known))
     if unknown:
         raise Invalid(
-            f"{key} names {unknown}, which assistant {assistant_id!r} does not have; use its "
+            f"{key} names {unknown}, which graph {graph_id!r} does not have; use its "
             f'nodes ({", ".join(known)}) or "*"'
         )
     return list(dict.fromkeys(nodes))
 
 
-def run_kwargs(svc: Service, assistant_id: str, payload: CronPayload) -> dict[str, Any]:
-    """The kwargs of each run of the schedule, checked now as a run's would be."""
+def run_kwargs(svc: Service, assistant: RunAssistant, payload: CronPayload) -> dict[str, Any]:
+    """The kwargs of each run of the schedule, checked now as a run's would be (with the
+    assistant's config and context merged in; each run merges the assistant's as it is then:
+    ``api.scheduler``)."""
+    check_context(payload.context, payload.config)
     modes = payload.stream_mode or "values"
     kwargs: dict[str, Any] = {
         "input": payload.input,
@@ -62,12 +67,15 @@ def run_kwargs(svc: Service, assistant_id: str, payload: CronPayload) -> dict[st
         "on_disconnect": "continue",
     }
     for key in ("interrupt_before", "interrupt_after"):
-        nodes = _nodes(svc, assistant_id, key, getattr(payload, key))
+        nodes = _nodes(svc, assistant.graph_id, key, getattr(payload, key))
         if nodes is not None:
             kwargs[key] = nodes
     if payload.context is not None:
         kwargs["context"] = payload.context
-    with_caller(svc, kwargs, effective_config(payload.config, payload.context), "schedule")
+    if payload.webhook:
+        kwargs["webhook"] = payload.webhook
+    seen = effective_config(*merged(assistant, payload.config, payload.context))
+    with_caller(svc, kwargs, seen, "schedule")
     return kwargs
 
 
@@ -83,23 +91,24 @@ def _first_due(svc: Service, schedule: str, timezone: str | None, end: datetime 
 
 
 async def create(svc: Service, body: CronCreate, thread_id: str | None) -> dict[str, Any]:
-    svc.graph(body.assistant_id)
+    assistant = await assistant_access.load(svc, await for_run(svc, body.assistant_id))
     if thread_id is not None:
         await svc.thread(thread_id, "create_run")
     value = {**body.model_dump(mode="json", exclude_none=True), "thread_id": thread_id}
     await svc.authorize("crons", "create", value)
+    await webhook_url.check(svc.runtime.settings, body.webhook)
     payload = _payload(body)
-    kwargs = run_kwargs(svc, body.assistant_id, body)
+    kwargs = run_kwargs(svc, assistant, body)
     next_run_at = _first_due(svc, body.schedule, body.timezone, body.end_time)
     user = caller()
     async with svc.pool.connection() as conn:
         return await crons.insert(
             conn,
-            assistant_id=body.assistant_id,
+            assistant_id=assistant.assistant_id,
             thread_id=thread_id,
             schedule=body.schedule,
             timezone=body.timezone,
-            payload={**payload, "assistant_id": body.assistant_id, "schedule": body.schedule},
+            payload={**payload, "assistant_id": assistant.assistant_id, "schedule": body.schedule},
             kwargs=kwargs,
             metadata=body.metadata or {},
             multitask_strategy=body.multitask_strategy,
@@ -115,6 +124,7 @@ async def create(svc: Service, body: CronCreate, thread_id: str | None) -> dict[
 async def update(svc: Service, cron_id: str, body: CronUpdate) -> dict[str, Any]:
     sent = body.model_fields_set
     await svc.authorize("crons", "update", {"cron_id": cron_id, **_payload(body)})
+    await webhook_url.check(svc.runtime.settings, body.webhook)
     async with svc.pool.connection() as conn, conn.transaction():
         row = await crons.get(conn, cron_id, owner_filter(svc))
         if row is None:
@@ -131,7 +141,8 @@ async def update(svc: Service, cron_id: str, body: CronUpdate) -> dict[str, Any]
                 problem = err.errors()[0]["msg"]
                 raise Invalid(f"the updated schedule is not valid: {problem}") from None
             changes["payload"] = merged
-            kwargs = run_kwargs(svc, row["assistant_id"], checked)
+            assistant = await assistant_access.load(svc, await for_run(svc, row["assistant_id"]))
+            kwargs = run_kwargs(svc, assistant, checked)
             if "auth_user" in row["kwargs"]:  # the runs act as the schedule's owner
                 kwargs["auth_user"] = row["kwargs"]["auth_user"]
             changes["kwargs"] = kwargs
@@ -170,13 +181,23 @@ def _filters(body: Any) -> dict[str, Any]:
     }
 
 
+def _stored(svc: Service, filters: dict[str, Any]) -> dict[str, Any]:
+    """The filters as schedules store them: a graph's name also matches its default
+    assistant's id (what a schedule created with the graph's name stores)."""
+    named = filters["assistant_id"]
+    if named is None:
+        return filters
+    ids = [named] + ([default_assistant_id(named)] if named in svc.runtime.graphs else [])
+    return {**filters, "assistant_id": ids}
+
+
 async def search(svc: Service, body: CronSearch) -> list[dict[str, Any]]:
     await svc.authorize("crons", "search", _filters(body))
     async with svc.pool.connection() as conn:
         found = await crons.search(
             conn,
             owner_filter(svc),
-            _filters(body),
+            _stored(svc, _filters(body)),
             sort_by=body.sort_by,
             sort_order=body.sort_order,
             limit=body.limit,
@@ -191,4 +212,4 @@ async def search(svc: Service, body: CronSearch) -> list[dict[str, Any]]:
 async def count(svc: Service, body: Any) -> int:
     await svc.authorize("crons", "search", _filters(body))
     async with svc.pool.connection() as conn:
-        return await crons.count(conn, owner_filter(svc), _filters(body))
+        return await crons.count(conn, owner_filter(svc), _stored(svc, _filters(body)))

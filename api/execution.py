@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
 
 from api.auth.user import User
 from api.commit_gate import gated
@@ -26,7 +25,7 @@ from api.db_health import is_database_fault
 from api.hub import Hub
 from api.metrics import StepTimer
 from api.rollback import roll_back, rolled_back
-from api.run_context import run_context
+from api.run_context import run_context, run_input
 from api.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
 from api.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
 from api.run_outcome import ending, stalled_message
@@ -38,6 +37,7 @@ from api.store.event_writer import CheckpointEvents, Emitter
 from api.store.events import LostRun, is_fenced_out
 from api.stream_modes import event_name, event_names
 from api.takeover import TakeoverDedupe
+from api.webhook_payload import outcome as hook_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -48,17 +48,6 @@ ALWAYS_STORED = ("updates", "custom")
 def graph_modes(requested: list[str]) -> list[str]:
     """LangGraph stream modes to run with: the requested ones plus those always stored."""
     return sorted(event_names(requested) | set(ALWAYS_STORED))
-
-
-def run_input(kwargs: dict[str, Any]) -> Any:
-    command = kwargs.get("command")
-    if command:
-        return Command(
-            resume=command.get("resume"),
-            update=command.get("update"),
-            goto=command.get("goto") or (),
-        )
-    return kwargs.get("input")
 
 
 def auth_config(user: dict[str, Any] | None) -> dict[str, Any]:
@@ -98,8 +87,10 @@ class Executor:
         ``api.run_context``), the thread (at the checkpoint it forks from), the graph's hooks,
         the caller."""
         kwargs = run["kwargs"]
-        adapter = self.runtime.adapter(run["assistant_id"])
+        adapter = self.runtime.adapter(run["graph_id"])
         user_config = kwargs.get("config") or {}
+        # As LangGraph Server labels a run's config (and so its checkpoints and messages).
+        labels = {k: str(run[k]) for k in ("run_id", "thread_id", "assistant_id", "graph_id")}
         config: dict[str, Any] = {
             **user_config,
             "configurable": {
@@ -109,9 +100,14 @@ class Executor:
                 **adapter.run_configurable(emitter),
                 **auth_config(kwargs.get("auth_user")),
                 **gated(run),  # started while its insert commits (api.commit_gate)
-                DELTA_CHANNELS_KEY: delta_channels(self.runtime.graphs[run["assistant_id"]]),
+                DELTA_CHANNELS_KEY: delta_channels(self.runtime.graphs[run["graph_id"]]),
+                **labels,
             },
-            "metadata": {**(user_config.get("metadata") or {}), "run_id": run["run_id"]},
+            "metadata": {
+                **(user_config.get("metadata") or {}),
+                **labels,
+                "run_attempt": run["attempt"],
+            },
         }
         limit = user_config.get("recursion_limit") or adapter.recursion_limit()
         if limit:
@@ -135,24 +131,25 @@ class Executor:
         """One attempt, to its end (or until it is cancelled or loses its lease)."""
         emitter = self.emitter(run, last_seq)
         try:
-            await self._attempt(run, emitter)
+            async with AsyncExitStack() as held:  # the graph a factory made, while it runs
+                await self._attempt(run, emitter, held)
         finally:
             self.runtime.saver.forget(run["thread_id"])
             # Stopped (cancelled, lease lost) or not: what is queued or in flight lands before
             # anything else is written for the run (or fails against the fence: lease lost).
             await emitter.close()
 
-    async def _attempt(self, run: dict[str, Any], emitter: Emitter) -> None:
+    async def _attempt(self, run: dict[str, Any], emitter: Emitter, held: AsyncExitStack) -> None:
         settings = self.runtime.settings
         run_id, thread_id = run["run_id"], run["thread_id"]
         if run.get("stalled_attempts", 0) >= settings.max_attempts:
             # Attempts that saved something do not count: only a run that keeps dying at the
             # same place ends here, not one killed often while it moves on.
-            message = await stalled_message(self.runtime.graphs[run["assistant_id"]], run)
+            message = await stalled_message(self.runtime.graphs[run["graph_id"]], run)
             logger.warning("run %s: %s", run_id, message)
             error: ErrorEvent = {"error": "AttemptsExhausted", "message": message}
             await emitter.emit("error", error)
-            await self.finish(emitter, thread_id, "error", message)
+            await self.finish(emitter, thread_id, "error", message, failure=error)
             return
         if undone := rolled_back(run["kwargs"]):
             await roll_back(self.runtime.pool, thread_id, undone)
@@ -163,11 +160,11 @@ class Executor:
             # any checkpoint takes the event along. Stored now, each attempt's start is in the log.
             await emitter.barrier()
         kwargs = run["kwargs"]
-        graph = self.runtime.graphs[run["assistant_id"]]
-        context, configurable = run_context(graph, kwargs)
+        gid = run["graph_id"]
+        context, configurable = run_context(self.runtime.graphs[gid], kwargs)
         config = cast(RunnableConfig, await self.config(run, emitter, configurable))
         dedupe = TakeoverDedupe(
-            self.runtime.pool, run_id, self.runtime.adapter(run["assistant_id"]).replayed_call
+            self.runtime.pool, run_id, self.runtime.adapter(run["graph_id"]).replayed_call
         )
         steps = StepTimer()
 
@@ -181,6 +178,7 @@ class Executor:
         if run.get("no_checkpoint"):
             config["configurable"][NO_CHECKPOINT_KEY] = NoCheckpointYet()
         try:
+            graph = await held.enter_async_context(self.runtime.run_graph(gid, config, context))
             try:
                 subgraphs = bool(kwargs.get("stream_subgraphs"))
                 async for item in graph.astream(
@@ -222,14 +220,15 @@ class Executor:
             logger.exception("run %s failed", run_id)
             failed: ErrorEvent = {"error": type(err).__name__, "message": str(err)}
             await emitter.emit("error", failed)
-            await self.finish(emitter, thread_id, "error", f"{type(err).__name__}: {err}")
+            message = f"{type(err).__name__}: {err}"
+            await self.finish(emitter, thread_id, "error", message, failure=failed)
             return
         interrupted, unfinished = ending(graph, state, kwargs)
         if unfinished is not None:  # not a success (api.run_outcome)
             logger.error("run %s: %s", run_id, unfinished)
             stopped: ErrorEvent = {"error": "GraphNotFinished", "message": unfinished}
             await emitter.emit("error", stopped)
-            await self.finish(emitter, thread_id, "error", unfinished)
+            await self.finish(emitter, thread_id, "error", unfinished, failure=stopped)
             return
         if settings.checkpoint_retention == "latest" and not interrupted:
             await self._compact(graph, thread_id, state)
@@ -270,8 +269,9 @@ class Executor:
         values: Any = None,
         interrupted: bool = False,
         interrupts: dict[str, Any] | None = None,
+        failure: ErrorEvent | None = None,
     ) -> None:
-        """End event, run status and thread status in one statement (``api.store.run_end``,
+        """End event, run and thread status, webhook in one statement (``api.store.run_end``,
         fenced by the attempt), run to its end once sent (see ``PooledSaver.aput``)."""
         ends: dict[str, Any] = {
             "thread_id": thread_id,
@@ -281,6 +281,7 @@ class Executor:
             "values": to_jsonable(values) if values else None,
             "interrupts": to_jsonable(interrupts) if interrupts is not None else None,
         }
+        ends["hook"] = await hook_outcome(self.runtime, emitter.run, status, error, values, failure)
         end = end_event(emitter.run_id, status, error)
         async with self.runtime.pool.connection() as conn:
             try:

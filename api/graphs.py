@@ -1,9 +1,9 @@
 """Graphs from a ``langgraph.json``-style file, re-bound to this service's checkpointer.
 
 ``{"graphs": {"my_graph": "./path/to/file.py:attr" | "package.module:attr"}}``. ``attr`` names a
-compiled graph, a ``StateGraph`` builder, or a factory (sync or async, no arguments) returning
-either. Paths are relative to the file. The project's ``env`` and ``dependencies`` are set up
-before any of this is imported (``api.project``).
+compiled graph, a ``StateGraph`` builder, or a factory returning either, called again for each
+run with its config (``api.graph_factory``). Paths are relative to the file. The project's
+``env`` and ``dependencies`` are set up before any of this is imported (``api.project``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.util
-import inspect
 import json
 import sys
 import traceback
@@ -22,6 +21,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
 from langgraph.store.base import BaseStore
+
+from api.graph_factory import Factory, FactoryError, FactoryRuntime, is_factory
 
 
 class GraphConfigError(ValueError):
@@ -120,12 +121,20 @@ def import_graphs(config_file: Path) -> dict[str, Any]:
     imported fails here, before the server starts."""
     base = config_file.absolute().parent
     specs = graph_specs(config_file, read_config(config_file))
-    return {graph_id: load_attr(spec, base) for graph_id, spec in specs.items()}
+    found = {graph_id: load_attr(spec, base) for graph_id, spec in specs.items()}
+    for graph_id, obj in found.items():
+        if is_factory(obj):
+            try:
+                Factory.of(obj)  # parameters this server can fill
+            except FactoryError as err:
+                raise GraphConfigError(f"graph {graph_id!r}: {err}") from None
+    return found
 
 
-async def _resolve(
+def bind(
     obj: Any, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
 ) -> Pregel[Any, Any, Any, Any]:
+    """A graph, compiled or rebound with this service's checkpointer and store."""
     if isinstance(obj, StateGraph):
         return obj.compile(checkpointer=saver, store=store)
     if isinstance(obj, Pregel):
@@ -133,24 +142,46 @@ async def _resolve(
         if store is not None:
             update["store"] = store
         return obj.copy(update=update)
-    if callable(obj):
-        made = obj()
-        if inspect.isawaitable(made):
-            made = await made
-        if isinstance(made, StateGraph | Pregel):
-            return await _resolve(made, saver, store)
     raise GraphConfigError(
         f"{obj!r} is not a compiled graph, a StateGraph, or a factory returning one"
     )
 
 
+async def _resolve(
+    graph_id: str, obj: Any, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> tuple[Pregel[Any, Any, Any, Any], Factory | None]:
+    """The graph ``obj`` names, and its factory if it is made by one (``api.graph_factory``):
+    called here as for schemas and state reads, with an empty config."""
+    if not is_factory(obj):
+        return bind(obj, saver, store), None
+    try:
+        factory = Factory.of(obj)
+        reading = FactoryRuntime(access_context="assistants.read", store=store)
+        async with factory.made({"configurable": {}}, reading) as made:
+            return bind(made, saver, store), factory
+    except GraphConfigError:
+        raise
+    except FactoryError as err:
+        raise GraphConfigError(f"graph {graph_id!r}: {err}") from None
+    except Exception as err:
+        raise GraphConfigError(
+            f"graph {graph_id!r}: its factory failed when called with an empty config (as it "
+            f"is for schemas and state reads): {type(err).__name__}: {err}"
+        ) from None
+
+
 async def load_graphs(
     config_file: Path, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
-) -> dict[str, Pregel[Any, Any, Any, Any]]:
-    """Every graph the file names, compiled with ``saver`` (and ``store``, long-term memory)."""
+) -> tuple[dict[str, Pregel[Any, Any, Any, Any]], dict[str, Factory]]:
+    """Every graph the file names, compiled with ``saver`` (and ``store``, long-term memory),
+    and the factories of those a factory makes."""
     data = await asyncio.to_thread(read_config, config_file)
     base = config_file.absolute().parent  # noqa: ASYNC240 - path arithmetic, no I/O
-    out: dict[str, Pregel[Any, Any, Any, Any]] = {}
+    graphs: dict[str, Pregel[Any, Any, Any, Any]] = {}
+    factories: dict[str, Factory] = {}
     for graph_id, spec in graph_specs(config_file, data).items():
-        out[graph_id] = await _resolve(load_attr(spec, base), saver, store)
-    return out
+        graph, factory = await _resolve(graph_id, load_attr(spec, base), saver, store)
+        graphs[graph_id] = graph
+        if factory is not None:
+            factories[graph_id] = factory
+    return graphs, factories

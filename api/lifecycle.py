@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
+from api.assistant_service import ensure_defaults
 from api.auth.access import Access
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.graphs import load_graphs
@@ -16,6 +17,7 @@ from api.runtime import Runtime, open_runtime
 from api.scheduler import Scheduler
 from api.service import Service
 from api.settings import Settings
+from api.webhooks import WebhookDelivery
 from api.worker import Workers
 
 
@@ -23,13 +25,14 @@ async def add_config_graphs(runtime: Runtime, settings: Settings) -> None:
     """The graphs of ``THREADLINE_CONFIG``, beside the built-in agent."""
     if not settings.config:
         return
-    extra = await load_graphs(settings.config, runtime.saver, runtime.store)
+    extra, factories = await load_graphs(settings.config, runtime.saver, runtime.store)
     if BUILTIN_ASSISTANT in extra:
         raise ValueError(
             f"{settings.config} defines a graph named {BUILTIN_ASSISTANT!r}, which is the "
             "built-in agent's id; rename it"
         )
     runtime.graphs.update(extra)
+    runtime.factories.update(factories)
 
 
 @asynccontextmanager
@@ -41,11 +44,13 @@ async def open_service(
     workers: bool = True,
 ) -> AsyncIterator[Service]:
     """A started service. ``runtime``: use an open one (the caller closes it); ``workers``
-    False: runs are queued but nothing here executes them, and no schedule fires."""
+    False: runs are queued but nothing here executes them, no schedule fires and no webhook is
+    sent."""
     async with AsyncExitStack() as stack:
         if runtime is None:
             runtime = await stack.enter_async_context(open_runtime(settings))
             await add_config_graphs(runtime, settings)
+        await ensure_defaults(runtime)  # each served graph's default assistant
         hub = Hub(runtime.database.url, on_lost=runtime.pool.health.fault)
         await hub.start()
         stack.push_async_callback(hub.stop)
@@ -57,4 +62,7 @@ async def open_service(
             scheduler = Scheduler(runtime.pool, hub, settings.cron_poll_seconds)
             await scheduler.start()
             stack.push_async_callback(scheduler.stop)
+            delivery = WebhookDelivery(runtime.pool, settings)
+            await delivery.start()
+            stack.push_async_callback(delivery.stop)
         yield service

@@ -38,6 +38,7 @@ from typing import Any
 from dotenv import dotenv_values
 
 from api.graphs import GraphConfigError, import_graphs, read_config
+from api.store_config import read_store_config
 
 logger = logging.getLogger(__name__)
 
@@ -57,10 +58,13 @@ def prepare_project(config_file: Path) -> dict[str, Any]:
     warn_of_unserved_keys(config_file, data)
     load_env(config_file, base, data.get("env"))
     add_dependencies(config_file, base, data.get("dependencies", []))
+    read_store_config(config_file, data)  # checked now: a bad "store" stops the start here
     return import_graphs(config_file)
 
 
-SERVED_KEYS = frozenset({"graphs", "dependencies", "env", "auth", "mcp_servers"})
+SERVED_KEYS = frozenset(
+    {"graphs", "dependencies", "env", "auth", "mcp_servers", "store", "http", "checkpointer"}
+)
 BUILD_KEYS = frozenset(
     {
         "$schema",
@@ -80,8 +84,9 @@ dev`` too, has no use for them."""
 
 
 def warn_of_unserved_keys(config_file: Path, data: dict[str, Any]) -> None:
-    """Say at start-up which of the config's keys this server does not serve yet (``store``'s
-    semantic index and TTL, ``http``, ``checkpointer``, ...): their settings do not apply."""
+    """Say at start-up which of the config's keys this server does not serve yet (``ui``,
+    ``webhooks``, ...): their settings do not apply. (``http`` and ``checkpointer`` name what
+    they do not serve themselves: ``api.http_config``, ``api.thread_ttl``.)"""
     unserved = sorted(k for k in data if k not in SERVED_KEYS | BUILD_KEYS)
     if unserved:
         logger.warning(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from api.adapters import RunRequest, check_private_config
+from api.assistant_config import RunAssistant, merged
 from api.auth.context import caller
 from api.errors import Invalid, NotFound
 from api.run_context import check_context, effective_config
@@ -58,40 +59,48 @@ async def check_request(
     body: RunCreate,
     found: dict[str, Any] | None,
     *,
+    assistant: RunAssistant,
     threadless: bool,
     in_transaction: bool = False,
 ) -> Checked:
     """The run's kwargs and the checks that refuse a run (4xx), against its thread as found.
-    ``in_transaction``: the thread's lock is held, so nothing here may wait for another pooled
-    connection (its pending interrupts, say): :class:`ReadFirst` instead."""
+    Its config and context are the assistant's with the run's merged over them
+    (``api.assistant_config.merged``), and every check reads them merged: what an assistant
+    holds is checked as if the run had sent it. ``in_transaction``: the thread's lock is
+    held, so nothing here may wait for another pooled connection (its pending interrupts, say):
+    :class:`ReadFirst` instead."""
     exists = found is not None
+    check_context(body.context, body.config)
+    config, context = merged(assistant, body.config, body.context)
+    graph_id = assistant.graph_id
     kwargs: dict[str, Any] = {
         "input": body.input,
         "command": body.command.model_dump(exclude_none=True) if body.command else None,
-        "config": body.config or {},
+        "config": config,
         "stream_mode": body.modes(),
         "on_disconnect": body.on_disconnect,
     }
     if threadless:
         kwargs["on_completion"] = body.on_completion  # api.ephemeral removes the thread
     for key in ("interrupt_before", "interrupt_after"):
-        if (nodes := breakpoints(svc, body, key)) is not None:
+        if (nodes := breakpoints(svc, graph_id, body, key)) is not None:
             kwargs[key] = nodes
     if start := await start_checkpoint(svc, thread_id, body, exists):
         kwargs["checkpoint"] = start
-    check_context(body.context, body.config)
-    if body.context is not None:
-        kwargs["context"] = body.context
+    if context is not None:
+        kwargs["context"] = context
     if body.stream_subgraphs:
         kwargs["stream_subgraphs"] = True
-    seen = effective_config(body.config, body.context)  # what the graph will see
+    if body.webhook:
+        kwargs["webhook"] = body.webhook  # called at the run's end (api.store.webhooks)
+    seen = effective_config(config, context)  # what the graph will see
     with_caller(svc, kwargs, seen, "run")
-    adapter = svc.runtime.adapter(body.assistant_id)
-    request = _run_request(svc, thread_id, body, kwargs, found, in_transaction, seen)
+    adapter = svc.runtime.adapter(graph_id)
+    request = _run_request(svc, thread_id, graph_id, body, kwargs, found, in_transaction, seen)
     superseded = await adapter.check_run(request)
     answers: dict[str, Any] = {}
     if body.command and body.command.resume is not None:
-        answers = await svc.check_resume(thread_id, body.assistant_id, body.command.resume)
+        answers = await svc.check_resume(thread_id, graph_id, body.command.resume)
     return Checked(found, kwargs, superseded, answers)
 
 
@@ -134,6 +143,7 @@ async def check_visible(
 def _run_request(
     svc: Service,
     thread_id: str,
+    graph_id: str,
     body: RunCreate,
     kwargs: dict[str, Any],
     found: dict[str, Any] | None,
@@ -143,7 +153,7 @@ def _run_request(
     async def pending() -> Any:
         if in_transaction:
             raise ReadFirst
-        state = await svc.graph(body.assistant_id).aget_state(svc.thread_config(thread_id))
+        state = await svc.graph(graph_id).aget_state(svc.thread_config(thread_id))
         return state.interrupts
 
     return RunRequest(

@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from langgraph.types import Command
+
 from api.errors import ApiError
 
 logger = logging.getLogger(__name__)
@@ -72,3 +74,15 @@ def _schema_keys(graph: Any) -> set[str] | None:
         return None
     properties = (schema or {}).get("properties")
     return set(properties) if properties else None
+
+
+def run_input(kwargs: dict[str, Any]) -> Any:
+    """What the graph is streamed with: the run's ``command`` (a resume), else its input."""
+    command = kwargs.get("command")
+    if command:
+        return Command(
+            resume=command.get("resume"),
+            update=command.get("update"),
+            goto=command.get("goto") or (),
+        )
+    return kwargs.get("input")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,9 +15,12 @@ from langgraph.store.base import BaseStore
 from api.adapters import DEFAULT, GraphAdapter
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.database import Database, Pool, open_pool, prepare_schema, resolve_database
-from api.memory import open_store
+from api.graph_factory import Factory, FactoryRuntime
+from api.graphs import bind
+from api.memory_index import open_store, start_store
 from api.saver import PooledSaver
 from api.settings import Settings
+from api.store_config import load_store_config
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +45,30 @@ class Runtime:
     """How the service treats each graph beyond LangGraph's semantics (``api.adapters``); a
     graph without one gets the default."""
 
-    def adapter(self, assistant_id: str) -> GraphAdapter:
-        return self.adapters.get(assistant_id, DEFAULT)
+    factories: dict[str, Factory] = field(default_factory=dict)
+    """The graphs a factory makes (``api.graph_factory``): made again for each run."""
+
+    def adapter(self, graph_id: str) -> GraphAdapter:
+        return self.adapters.get(graph_id, DEFAULT)
+
+    @asynccontextmanager
+    async def run_graph(
+        self, graph_id: str, config: Any, context: Any
+    ) -> AsyncIterator[Pregel[Any, Any, Any, Any]]:
+        """The graph a run executes: the served one, or the one its factory makes for the run's
+        config and context (held open, if a context manager, while the run runs)."""
+        factory = self.factories.get(graph_id)
+        if factory is None:
+            yield self.graphs[graph_id]
+            return
+        running = FactoryRuntime(
+            access_context="threads.create_run",
+            store=self.store,
+            user=config["configurable"].get("langgraph_auth_user"),
+            context=context,
+        )
+        async with factory.made(dict(config), running) as made:
+            yield bind(made, self.saver, self.store)
 
 
 @asynccontextmanager
@@ -51,15 +77,17 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     from api.builtin_agent.wiring import open_agent
 
     database = await resolve_database(settings.database_url, settings.data_dir)
+    store_config = await asyncio.to_thread(load_store_config, settings.config)
     logger.info("database: %s", database.mode)
     async with (
         open_pool(
             database.url, max_size=settings.pool_max_size, min_size=settings.pool_min_size
         ) as pool,
-        open_store(pool) as store,
+        open_store(pool, store_config) as store,
     ):
         saver = PooledSaver(pool, concurrency=saver_concurrency(settings.pool_max_size))
         await prepare_schema(pool, saver, store)
+        await start_store(store, pool)
         runtime = Runtime(settings=settings, database=database, pool=pool, saver=saver, store=store)
         graph, adapter = await open_agent(settings, saver, store)
         runtime.graphs[BUILTIN_ASSISTANT] = graph

@@ -1,6 +1,6 @@
 """Request and response bodies, in the shapes of the LangGraph Server API that the SDK reads: the
 parts they share, and runs' and approvals' (threads' are in :mod:`api.thread_schemas`, the
-assistants' and the service's own in :mod:`api.system_schemas`)."""
+assistants' in :mod:`api.assistant_schemas`, the service's own in :mod:`api.system_schemas`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pydantic import (
 
 from api.run_unserved import refuse_unserved
 from api.validation import MAX_ID_LENGTH, METADATA_MAX_BYTES, METADATA_MAX_DEPTH, check_metadata
+from api.webhook_url import WebhookUrl
 
 RunStatus = Literal["pending", "running", "success", "error", "interrupted", "timeout"]
 StreamMode = Literal["values", "updates", "custom", "messages", "messages-tuple", "events", "debug"]
@@ -128,8 +129,8 @@ class RunCreate(BaseModel):
     """Run-create body (``POST /threads/{thread_id}/runs``, ``/runs/stream``, ``/runs/wait``).
 
     A field this server does not know is a 422 that names it, never ignored. The SDKs' fields
-    it does not serve (``webhook``, ``after_seconds``, ``feedback_keys``) are refused when set,
-    with the reason (``api.run_unserved``)."""
+    it does not serve (``after_seconds``, ``feedback_keys``) are refused when set, with the
+    reason (``api.run_unserved``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -206,14 +207,15 @@ class RunCreate(BaseModel):
     strict_resume: bool | None = None
     """Accepted as ``true`` (the SDKs' flag): a resume that answers no waiting interrupt is
     always refused here (409, before the run is created)."""
-    webhook: Any = None
+    webhook: WebhookUrl | None = None
+    """POSTed the run when it ends (``api.webhooks``); its host is checked (``api.webhook_url``)."""
     after_seconds: Any = None
     feedback_keys: Any = None
     langsmith_tracer: Any = None
 
     @model_validator(mode="after")
     def unserved_fields(self) -> RunCreate:
-        refuse_unserved(self.webhook, self.after_seconds, self.feedback_keys, self.langsmith_tracer)
+        refuse_unserved(self.after_seconds, self.feedback_keys, self.langsmith_tracer)
         if self.strict_resume is False:
             raise ValueError(
                 "strict_resume false is not supported: a resume that answers no waiting "

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from langgraph.pregel import Pregel
 
+from api import webhook_url
+from api.assistant_config import RunAssistant
 from api.auth.access import Access, Scope
 from api.auth.context import caller
 from api.builtin_agent import BUILTIN_ASSISTANT
@@ -22,7 +24,7 @@ from api.run_events import end_event
 from api.runtime import Runtime
 from api.schemas import RunCreate
 from api.serde import to_jsonable
-from api.store import events, runs, threads
+from api.store import assistants, events, runs, threads
 
 if TYPE_CHECKING:
     from api.worker import Workers
@@ -41,13 +43,13 @@ class Service:
     def pool(self) -> Pool:
         return self.runtime.pool
 
-    def graph(self, assistant_id: str) -> Pregel[Any, Any, Any, Any]:
+    def graph(self, graph_id: str) -> Pregel[Any, Any, Any, Any]:
+        """A served graph by its id (an assistant names one: ``api.assistant_access``)."""
         try:
-            return self.runtime.graphs[assistant_id]
+            return self.runtime.graphs[graph_id]
         except KeyError:
             raise NotFound(
-                f"No assistant {assistant_id!r}. Known assistants: "
-                f"{', '.join(sorted(self.runtime.graphs))}."
+                f"No graph {graph_id!r}. Served graphs: {', '.join(sorted(self.runtime.graphs))}."
             ) from None
 
     # -- threads -------------------------------------------------------------------------------
@@ -57,7 +59,7 @@ class Service:
         return await self.access.scope(caller(), action, value)
 
     async def authorize(self, resource: str, action: str, value: dict[str, Any]) -> None:
-        """A resource other than threads (assistants): its handler may refuse (403)."""
+        """A resource its handler alone guards (crons): the handler may refuse (403)."""
         await self.access.check(caller(), resource, action, value)
 
     def actor(self) -> str:
@@ -65,19 +67,27 @@ class Service:
         user = caller()
         return user.identity if user.is_authenticated else "anonymous"
 
-    async def thread(self, thread_id: str, action: str = "read") -> dict[str, Any]:
-        """The thread, if the caller may ``action`` it; another tenant's thread is not found."""
+    async def thread(
+        self, thread_id: str, action: str = "read", *, include_ttl: bool = False
+    ) -> dict[str, Any]:
+        """The thread, if the caller may ``action`` it; another tenant's thread is not found.
+        ``include_ttl``: with its ``ttl``, if it has one."""
         async with self.pool.connection() as conn:
-            found = await threads.get(conn, thread_id)
+            found = await threads.get(conn, thread_id, include_ttl=include_ttl)
         if found is None or not (await self.scope(action, {"thread_id": thread_id})).allows(found):
             raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
         return found
 
     async def create_thread(
-        self, thread_id: str, metadata: dict[str, Any], if_exists: str
+        self,
+        thread_id: str,
+        metadata: dict[str, Any],
+        if_exists: str,
+        ttl: tuple[str, float] | None = None,
     ) -> dict[str, Any]:
-        """A new thread owned by the caller (the auth handler may add metadata); an existing
-        id is the caller's thread with ``do_nothing``, else 409 (another tenant's too)."""
+        """A new thread owned by the caller (the auth handler may add metadata), with ``ttl``
+        (else the server's default); an existing id is the caller's thread with
+        ``do_nothing``, else 409 (another tenant's too)."""
         value: dict[str, Any] = {
             "thread_id": thread_id,
             "metadata": dict(metadata),
@@ -85,9 +95,8 @@ class Service:
         }
         await self.scope("create", value)
         async with self.pool.connection() as conn:
-            created = await threads.create(
-                conn, thread_id, value.get("metadata") or {}, self.access.owner_of_new(caller())
-            )
+            owner = self.access.owner_of_new(caller())
+            created = await threads.create(conn, thread_id, value.get("metadata") or {}, owner, ttl)
         if created is not None:
             return created
         if if_exists == "do_nothing":
@@ -138,41 +147,59 @@ class Service:
         return {"configurable": {"thread_id": thread_id, **(checkpoint or {})}}
 
     async def state(
-        self, thread_id: str, assistant_id: str | None = None, *, subgraphs: bool = False
+        self, thread_id: str, graph_id: str | None = None, *, subgraphs: bool = False
     ) -> Any:
         """The thread's current state, from the checkpointer (no graph needed to read it)."""
         await self.thread(thread_id)
-        graph = self.graph(assistant_id or await self.assistant_of(thread_id))
+        graph = self.graph(graph_id or await self.assistant_of(thread_id))
         return await graph.aget_state(self.thread_config(thread_id), subgraphs=subgraphs)
 
     async def assistant_of(self, thread_id: str) -> str:
-        """The assistant of the thread's latest run, else the one its metadata names (a copy's),
-        else the built-in agent."""
+        """The graph of the thread: its latest run's, else the one its metadata names (a
+        copy's), else the built-in agent."""
         async with self.pool.connection() as conn:
-            found = await runs.latest_assistant(conn, thread_id)
-            if found is None:
-                found = await threads.labelled_assistant(conn, thread_id)
+            latest = await runs.latest_assistant(conn, thread_id)
+            found = latest["graph_id"] if latest else await runs.labelled_graph(conn, thread_id)
         return found if found in self.runtime.graphs else BUILTIN_ASSISTANT
+
+    async def latest_assistant(self, thread_id: str) -> str:
+        """The assistant a run continuing the thread is created with: its latest run's while it
+        exists (a run from before assistants were stored names its graph), else the graph's
+        default (the thread's graph named as an assistant)."""
+        async with self.pool.connection() as conn:
+            latest = await runs.latest_assistant(conn, thread_id)
+            key = assistants.as_uuid(latest["assistant_id"]) if latest else None
+            row = await assistants.get(conn, key) if key is not None else None
+            if row is not None and row["graph_id"] in self.runtime.graphs:
+                return str(key)
+        return await self.assistant_of(thread_id)
 
     # -- runs ----------------------------------------------------------------------------------
 
     async def create_run(
-        self, thread_id: str, body: RunCreate, *, threadless: bool = False
+        self,
+        thread_id: str,
+        body: RunCreate,
+        *,
+        threadless: bool = False,
+        assistant: RunAssistant | None = None,
     ) -> dict[str, Any]:
         """Validate, then queue the run (``api.run_create``); ``threadless``: on a new thread
-        made for it, removed after it unless ``on_completion`` is ``keep``."""
+        made for it, removed after it unless ``on_completion`` is ``keep``; ``assistant``: what
+        ``body.assistant_id`` names, if the caller resolved it already."""
         from api.run_create import create_run
 
-        return await create_run(self, thread_id, body, threadless=threadless)
+        await webhook_url.check(self.runtime.settings, body.webhook)  # resolves: not under a lock
+        return await create_run(self, thread_id, body, threadless=threadless, assistant=assistant)
 
-    async def check_resume(self, thread_id: str, assistant_id: str, resume: Any) -> dict[str, Any]:
+    async def check_resume(self, thread_id: str, graph_id: str, resume: Any) -> dict[str, Any]:
         """A resume must answer pending interrupts (409 otherwise, naming the pending ids).
 
         Returns interrupt id → answer; approval answers are validated (422 when malformed).
         """
         await self.thread(thread_id)
-        state = await self.graph(assistant_id).aget_state(self.thread_config(thread_id))
-        return answers_for(thread_id, state.interrupts, resume, self.runtime.adapter(assistant_id))
+        state = await self.graph(graph_id).aget_state(self.thread_config(thread_id))
+        return answers_for(thread_id, state.interrupts, resume, self.runtime.adapter(graph_id))
 
     async def active_run(self, thread_id: str) -> dict[str, Any] | None:
         """The thread's oldest pending or running run, if any."""
@@ -232,9 +259,9 @@ class Service:
 
     async def final_values(self, thread_id: str, run: dict[str, Any]) -> Any:
         """What ``/wait`` and ``/join`` return: the thread's values (plus pending interrupts)."""
-        state = await self.state(thread_id, run["assistant_id"])
+        state = await self.state(thread_id, run["graph_id"])
         values = state.values
-        output = self.graph(run["assistant_id"]).output_channels
+        output = self.graph(run["graph_id"]).output_channels
         if isinstance(values, dict) and isinstance(output, list | tuple):
             # The graph's output schema, as LangGraph Server's last values chunk holds it.
             values = {k: v for k, v in values.items() if k in output}

@@ -10,6 +10,7 @@ import platformdirs
 from pydantic import (
     AliasChoices,
     Field,
+    IPvAnyNetwork,
     SecretStr,
     ValidationInfo,
     field_validator,
@@ -95,7 +96,8 @@ class Settings(BaseSettings):
     """A run whose worker stopped renewing for this long is taken over by another worker."""
     heartbeat_seconds: float = Field(2.0, gt=0)
     poll_seconds: float = Field(1.0, gt=0)
-    """How often idle workers look for runs when no notification wakes them."""
+    """How often idle workers look for runs when no notification wakes them, and each process's
+    webhook delivery for webhooks due (``api.webhooks``)."""
     cron_poll_seconds: float = Field(1.0, gt=0, le=60)
     """How often each process's scheduler looks for due schedules (``api.scheduler``)."""
     cron_min_interval_seconds: float = Field(60.0, ge=1)
@@ -109,6 +111,9 @@ class Settings(BaseSettings):
     threadless_grace_seconds: float = Field(30.0, ge=0)
     """How long the thread of a finished threadless run (``on_completion: delete``) stays, for
     clients still reading its stream or values, before it is removed (``api.ephemeral``)."""
+    ttl_sweep_seconds: float | None = Field(None, gt=0)
+    """How often each process sweeps threads past their time-to-live (``api.thread_ttl``);
+    unset: the config's ``checkpointer.ttl.sweep_interval_minutes`` (default 5 minutes)."""
     max_body_bytes: int = Field(1_048_576, ge=1024)
     """Largest request body accepted (413 above it)."""
     sse_send_timeout_seconds: float = Field(30.0, gt=0, le=3600)
@@ -127,6 +132,21 @@ class Settings(BaseSettings):
     """``all``: every step's checkpoint stays (history, time travel), as in LangGraph's server.
     ``latest``: when a run ends ``success``, only the thread's latest checkpoint is kept, with a
     full snapshot of its messages (``api.compaction``); the history then starts there."""
+
+    webhook_allow_private: bool = False
+    """Let run webhooks call loopback (``localhost``, 127.0.0.0/8, ::1) and private networks
+    (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7); refused (422) otherwise
+    (``api.webhook_url``). LangGraph's ``webhooks.url.disable_loopback``/``disable_private_ips``."""
+    webhook_allowed_networks: list[IPvAnyNetwork] = Field(default_factory=list)
+    """Addresses or CIDRs (a list) webhooks may call whatever their kind (``10.1.2.0/24``)."""
+    webhook_allowed_domains: list[str] = Field(default_factory=list)
+    """When set, the only hosts webhooks may name (a list; ``*.example.com``: its subdomains),
+    as LangGraph's ``webhooks.url.allowed_domains``; their addresses are checked all the same."""
+    webhook_timeout_seconds: float = Field(30.0, gt=0, le=600)
+    """Seconds one webhook delivery (connecting, redirects, the answer's status) may take."""
+    webhook_max_attempts: int = Field(5, ge=1, le=100)
+    """Deliveries of a webhook tried (after connection errors, timeouts, 429 and 5xx; 1 s, 2 s,
+    4 s... apart, at most 5 min) before it is marked failed (``api.webhooks``)."""
 
     approval_policy: dict[str, str] = Field(default_factory=dict)
     """Deployment rules, JSON: ``{"run_command": "deny", "*": "ask"}``."""

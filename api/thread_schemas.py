@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from api.schemas import CommandBody, Id, Metadata, Strict
 from api.thread_extract import check_extract
+from api.thread_ttl_schemas import ThreadTTLBody, ThreadTTLInfo
 from api.validation import MAX_ID_LENGTH, MAX_OFFSET, THREAD_ID_PATTERN, THREAD_ID_RULE
 
 STATE_FIELD_PATTERN = (
@@ -43,11 +44,15 @@ class ThreadCreate(Strict):
     supersteps: list[Superstep] | None = Field(None, max_length=100)
     """State to start the new thread with: each superstep's updates applied as
     ``graph.bulk_update_state`` does, on the graph its ``metadata.graph_id`` names."""
+    ttl: ThreadTTLBody | None = None
+    """Its time-to-live; none: the server's default (``checkpointer.ttl.default_ttl``)."""
 
 
 class ThreadPatch(Strict):
     metadata: Metadata = Field(default_factory=dict)
     """Merged into the thread's (top-level keys replace); the result keeps the same limits."""
+    ttl: ThreadTTLBody | None = None
+    """A new time-to-live, counting from now."""
 
 
 ThreadSortBy = Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"]
@@ -169,6 +174,8 @@ class Thread(BaseModel):
     interrupts: dict[str, Any] = Field(default_factory=dict)
     last_run: dict[str, Any] | None = None
     """The latest run (id, status, attempt, error): tells a died run from a finished one."""
+    ttl: ThreadTTLInfo | None = Field(None, exclude_if=lambda ttl: ttl is None)
+    """Its time-to-live, with ``?include=ttl`` when it has one."""
 
 
 class ThreadSelected(BaseModel):

@@ -30,9 +30,24 @@ from api.thread_schemas import (
     ThreadSelected,
     ThreadStateSelected,
 )
+from api.thread_ttl_schemas import ThreadTTLBody
 from api.validation import CheckedRoute, ThreadId
 
 router = APIRouter(tags=["threads"], route_class=CheckedRoute)
+
+IncludeQuery = Annotated[
+    str | None,
+    Query(
+        max_length=100,
+        pattern=r"^ *(ttl)? *(, *(ttl)? *)*$",
+        description="Comma-separated fields to add: ``ttl`` (the thread's time-to-live).",
+    ),
+]
+
+
+def ttl_of(body: ThreadTTLBody | None) -> tuple[str, float] | None:
+    return (body.strategy, body.ttl) if body is not None else None
+
 
 SelectQuery = Annotated[
     list[StateField] | None,
@@ -90,7 +105,7 @@ async def create_thread(body: ThreadCreate, svc: ServiceDep) -> Any:
     on the graph ``metadata.graph_id`` names."""
     thread_id = body.thread_id or str(uuid.uuid4())
     graph = graph_of(svc, body.metadata) if body.supersteps else None
-    thread = await svc.create_thread(thread_id, body.metadata, body.if_exists)
+    thread = await svc.create_thread(thread_id, body.metadata, body.if_exists, ttl_of(body.ttl))
     if graph is None or not body.supersteps:
         return thread
     await apply_supersteps(svc, graph, thread_id, body.supersteps)
@@ -154,9 +169,10 @@ async def prune_threads(body: ThreadPrune, svc: ServiceDep) -> dict[str, int]:
 
 
 @router.get("/threads/{thread_id}", response_model=Thread, responses=responses(404, 422))
-async def get_thread(thread_id: ThreadId, svc: ServiceDep) -> Any:
-    """One thread, with its status and latest run."""
-    return await svc.thread(thread_id)
+async def get_thread(thread_id: ThreadId, svc: ServiceDep, include: IncludeQuery = None) -> Any:
+    """One thread, with its status and latest run; ``include=ttl``: its time-to-live too."""
+    fields = {f.strip() for f in (include or "").split(",")}
+    return await svc.thread(thread_id, include_ttl="ttl" in fields)
 
 
 @router.patch("/threads/{thread_id}", response_model=Thread, responses=responses(404, 413, 422))
@@ -166,7 +182,7 @@ async def patch_thread(thread_id: ThreadId, body: ThreadPatch, svc: ServiceDep) 
     await svc.thread(thread_id, "update")
     async with svc.pool.connection() as conn:
         try:
-            found = await threads.patch(conn, thread_id, body.metadata)
+            found = await threads.patch(conn, thread_id, body.metadata, ttl_of(body.ttl))
         except ValueError as err:
             raise Invalid(
                 f"Invalid request: metadata: merged into the thread's, {err}. "

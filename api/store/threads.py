@@ -8,6 +8,7 @@ from psycopg import AsyncConnection
 from psycopg.errors import UniqueViolation
 from psycopg.types.json import Jsonb
 
+from api.store import thread_ttl
 from api.store.rows import storable, thread_out
 from api.validation import check_metadata
 
@@ -18,19 +19,36 @@ LAST_RUN = """
        FROM runs r WHERE r.thread_id = t.thread_id ORDER BY r.created_at DESC LIMIT 1) AS last_run
 """
 
+TTL = tuple[str, float]
+"""A thread's time-to-live: its strategy (``delete`` or ``keep_latest``) and minutes."""
+_default_ttl: TTL | None = None
+
+
+def use_default_ttl(ttl: TTL | None) -> None:
+    """The TTL a new thread gets when its request names none (every way a thread is made: a
+    create, a copy, a run or a schedule that makes one): the project's ``checkpointer.ttl``,
+    set at start-up (``api.thread_ttl``)."""
+    global _default_ttl
+    _default_ttl = ttl
+
+
+def _ttl(ttl: TTL | None = None) -> tuple[str | None, float | None]:
+    return ttl or _default_ttl or (None, None)
+
 
 async def create(
     conn: AsyncConnection[Any],
     thread_id: str,
     metadata: dict[str, Any],
     owner: str | None = None,
+    ttl: TTL | None = None,
 ) -> dict[str, Any] | None:
-    """Insert a thread (owned by ``owner``: None without authentication); None when it already
-    exists."""
+    """Insert a thread (owned by ``owner``: None without authentication; ``ttl``: else the
+    default); None when it already exists."""
     cur = await conn.execute(
-        "INSERT INTO threads (thread_id, metadata, owner) VALUES (%s, %s, %s)"
-        " ON CONFLICT (thread_id) DO NOTHING RETURNING *",
-        (thread_id, Jsonb(metadata), owner),
+        "INSERT INTO threads (thread_id, metadata, owner, ttl_strategy, ttl_minutes)"
+        " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (thread_id) DO NOTHING RETURNING *",
+        (thread_id, Jsonb(metadata), owner, *_ttl(ttl)),
     )
     row = await cur.fetchone()
     return thread_out(row) if row else None
@@ -43,8 +61,9 @@ async def send_create(
     statements after it. A thread of that id committed meanwhile fails it (and its transaction)
     with a unique violation (:func:`is_taken`)."""
     await conn.execute(
-        "INSERT INTO threads (thread_id, metadata, owner) VALUES (%s, %s, %s)",
-        (thread_id, Jsonb(metadata), owner),
+        "INSERT INTO threads (thread_id, metadata, owner, ttl_strategy, ttl_minutes)"
+        " VALUES (%s, %s, %s, %s, %s)",
+        (thread_id, Jsonb(metadata), owner, *_ttl()),
     )
 
 
@@ -53,20 +72,25 @@ def is_taken(err: BaseException) -> bool:
     return isinstance(err, UniqueViolation) and err.diag.constraint_name == "threads_pkey"
 
 
-async def get(conn: AsyncConnection[Any], thread_id: str) -> dict[str, Any] | None:
+async def get(
+    conn: AsyncConnection[Any], thread_id: str, *, include_ttl: bool = False
+) -> dict[str, Any] | None:
+    """The thread; ``include_ttl``: with its ``ttl`` (when it has one)."""
     cur = await conn.execute(
         f"SELECT t.*, {LAST_RUN} FROM threads t WHERE t.thread_id = %s", (thread_id,)
     )
     row = await cur.fetchone()
-    return thread_out(row) if row else None
+    if row is None:
+        return None
+    return {**thread_out(row), "ttl": thread_ttl.info(row)} if include_ttl else thread_out(row)
 
 
 async def patch(
-    conn: AsyncConnection[Any], thread_id: str, metadata: dict[str, Any]
+    conn: AsyncConnection[Any], thread_id: str, metadata: dict[str, Any], ttl: TTL | None = None
 ) -> dict[str, Any] | None:
-    """Merge ``metadata`` into the thread's (top-level keys replace); None when there is no such
-    thread. Raises ValueError, and changes nothing, when the merged metadata would be over the
-    limits (``api.validation.check_metadata``)."""
+    """Merge ``metadata`` into the thread's (top-level keys replace), set its ``ttl`` (counting
+    from now) if given; None when there is no such thread. Raises ValueError, and changes
+    nothing, when the merged metadata would be over the limits (``api.validation``)."""
     async with conn.transaction():
         cur = await conn.execute(
             "SELECT metadata FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,)
@@ -77,8 +101,11 @@ async def patch(
         merged = {**(row["metadata"] or {}), **metadata}
         check_metadata(merged)
         cur = await conn.execute(
-            "UPDATE threads SET metadata = %s, updated_at = now() WHERE thread_id = %s RETURNING *",
-            (Jsonb(merged), thread_id),
+            "UPDATE threads SET metadata = %s, updated_at = now(),"
+            " ttl_strategy = coalesce(%s, ttl_strategy), ttl_minutes = coalesce(%s, ttl_minutes),"
+            " ttl_pruned_at = CASE WHEN %s THEN NULL ELSE ttl_pruned_at END"
+            " WHERE thread_id = %s RETURNING *",
+            (Jsonb(merged), *(ttl or (None, None)), ttl is not None, thread_id),
         )
         row = await cur.fetchone()
     return thread_out(row) if row else None
@@ -170,11 +197,12 @@ async def copy(
     """A new thread ``target`` with ``source``'s values, interrupts and status (idle for a busy
     one), ``metadata`` and ``owner``; None when ``target`` exists."""
     cur = await conn.execute(
-        "INSERT INTO threads (thread_id, metadata, owner, status, state_values, interrupts)"
+        "INSERT INTO threads (thread_id, metadata, owner, status, state_values, interrupts,"
+        " ttl_strategy, ttl_minutes)"
         " SELECT %s, %s, %s, CASE WHEN status = 'busy' THEN 'idle' ELSE status END,"
-        " state_values, interrupts FROM threads WHERE thread_id = %s"
+        " state_values, interrupts, %s, %s FROM threads WHERE thread_id = %s"
         " ON CONFLICT (thread_id) DO NOTHING RETURNING *",
-        (target, Jsonb(metadata), owner, source),
+        (target, Jsonb(metadata), owner, *_ttl(), source),
     )
     row = await cur.fetchone()
     return thread_out(row) if row else None
