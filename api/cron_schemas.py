@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema
 
-from api.schemas import Id, Lenient, Metadata, RunConfig, StreamModes
+from api.schemas import Id, Metadata, RunConfig, StreamModes, Strict
 from api.validation import MAX_ID_LENGTH
 from api.webhook_url import WebhookUrl
 
@@ -44,7 +44,7 @@ def _config(value: dict[str, Any] | None) -> dict[str, Any] | None:
 EndTime = Annotated[datetime | None, AfterValidator(_aware)]
 
 
-class CronPayload(Lenient):
+class CronPayload(Strict):
     """What each run of the schedule is created with (the run-create fields that apply)."""
 
     input: Any = None
@@ -116,7 +116,7 @@ CronField = Literal[
 ]
 
 
-class CronCount(Lenient):
+class CronCount(Strict):
     assistant_id: Id | None = None
     thread_id: Id | None = None
     metadata: Metadata | None = None

@@ -136,7 +136,10 @@ async def update(svc: Service, cron_id: str, body: CronUpdate) -> dict[str, Any]
                 if getattr(body, key) is None:
                     merged.pop(key, None)
             try:
-                checked = CronPayload.model_validate(merged)
+                # The stored payload also names the assistant and schedule, for its readers.
+                checked = CronPayload.model_validate(
+                    {k: v for k, v in merged.items() if k in PAYLOAD_FIELDS}
+                )
             except ValidationError as err:
                 problem = err.errors()[0]["msg"]
                 raise Invalid(f"the updated schedule is not valid: {problem}") from None

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from api.schemas import Lenient
+from api.schemas import Strict
 from api.validation import MAX_OFFSET
 
 MAX_LABEL = 256
@@ -98,7 +98,7 @@ Limit = Annotated[int, Field(ge=1, le=1000)]
 Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
 
 
-class StorePut(Lenient):
+class StorePut(Strict):
     """``PUT /store/items`` (the SDK's ``store.put_item``)."""
 
     namespace: ItemNamespace
@@ -113,14 +113,14 @@ class StorePut(Lenient):
     )
 
 
-class StoreDelete(Lenient):
+class StoreDelete(Strict):
     """``DELETE /store/items`` (the SDK's ``store.delete_item``)."""
 
     namespace: ItemNamespace
     key: Key
 
 
-class StoreSearch(Lenient):
+class StoreSearch(Strict):
     """``POST /store/items/search`` (the SDK's ``store.search_items``)."""
 
     namespace_prefix: Namespace = Field(default_factory=list)
@@ -131,7 +131,7 @@ class StoreSearch(Lenient):
     refresh_ttl: bool | None = None
 
 
-class StoreListNamespaces(Lenient):
+class StoreListNamespaces(Strict):
     """``POST /store/namespaces`` (the SDK's ``store.list_namespaces``)."""
 
     prefix: Namespace | None = None

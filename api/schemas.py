@@ -63,12 +63,6 @@ Metadata = Annotated[
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
 
 
-class Lenient(BaseModel):
-    """SDK clients send fields this service does not use; they are ignored, not refused."""
-
-    model_config = ConfigDict(extra="ignore")
-
-
 class Strict(BaseModel):
     """A request body: a field this server does not know is a 422 that names it, never ignored
     (a client that misspells ``metadata`` learns it at once, not from a missing filter)."""

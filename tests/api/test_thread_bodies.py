@@ -1,6 +1,7 @@
 """Thread bodies as the SDK sends them: ``supersteps`` start a thread's state, ``extract`` picks
 values out of searched threads, ``select`` trims a state and its history; a field this server
-does not know is a 422 that names it, in every request body, never ignored."""
+does not know is a 422 that names it, in every request body (threads, runs, store, crons,
+assistants), never ignored."""
 
 from __future__ import annotations
 
@@ -177,12 +178,19 @@ async def test_select_trims_a_state_and_its_history(notes_server: ServerProcess)
         ("POST", "/threads/count", {"value": {}}, "value"),
         ("POST", "/threads/prune", {"thread_ids": ["t"], "keep": 1}, "keep"),
         ("POST", "/runs/cancel", {"status": "all", "wait": True}, "wait"),
+        ("POST", "/threads/search", {"ids": [], "supersteps": []}, "supersteps"),
+        ("PUT", "/store/items", {"namespace": ["a"], "key": "k", "value": {}, "tl": 1}, "tl"),
+        ("POST", "/store/items/search", {"namespace_prefix": ["a"], "querry": "x"}, "querry"),
+        ("POST", "/store/namespaces", {"prefix": ["a"], "depth": 2}, "depth"),
+        ("POST", "/runs/crons/search", {"limit": 5, "status": "on"}, "status"),
+        ("POST", "/runs/crons/count", {"graph_id": "notes"}, "graph_id"),
         (
             "POST",
-            "/threads/search",
-            {"ids": [], "supersteps": []},
-            "supersteps",
+            "/runs/crons",
+            {"assistant_id": "notes", "schedule": "* * * * *", "after_seconds": 5},
+            "after_seconds",
         ),
+        ("POST", "/assistants/search", {"graph": "notes"}, "graph"),
     ],
 )
 async def test_an_unknown_body_field_is_a_422_that_names_it(
