@@ -90,8 +90,8 @@ def warn_of_unserved_keys(config_file: Path, data: dict[str, Any]) -> None:
     unserved = sorted(k for k in data if k not in SERVED_KEYS | BUILD_KEYS)
     if unserved:
         logger.warning(
-            "%s: %s not served by threadline yet and ignored (README: Serving your own "
-            "graphs); the graphs run without %s",
+            "%s: %s not served by threadline yet and ignored (README: Bring your LangGraph "
+            "project); the graphs run without %s",
             config_file,
             ", ".join(repr(k) for k in unserved),
             "it" if len(unserved) == 1 else "them",
