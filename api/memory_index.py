@@ -12,8 +12,10 @@ store's sweeper runs while the runtime is open (:func:`start_store`).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import psycopg
 from langgraph.store.postgres.aio import AsyncPostgresStore
@@ -58,6 +60,7 @@ async def start_store(store: AsyncPostgresStore, pool: Pool) -> None:
     if store.index_config and not isinstance(store, ExactScanStore):
         async with pool.connection() as conn:
             dims = int(store.index_config["dims"])
+            await check_dims(conn, dims)
             moved = await vectors.move_to_pgvector(conn, dims, halfvec=dims > VECTOR_MAX_DIMS)
         if moved:
             logger.info("store: %d vectors of the exact scan moved into pgvector", moved)
@@ -90,6 +93,27 @@ async def _make_store(pool: Pool, config: StoreConfig) -> AsyncPostgresStore:
         config.index.dims,
     )
     return ExactScanStore(pool, index=config.index, ttl=config.ttl)
+
+
+async def check_dims(conn: Any, dims: int) -> None:
+    """Refuse to start on a pgvector table of other dimensions than the config's (its first
+    put would fail): the config changed after items were embedded."""
+    cur = await conn.execute(
+        "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute "
+        "WHERE attrelid = to_regclass('store_vectors') AND attname = 'embedding'"
+    )
+    row = await cur.fetchone()
+    found = re.fullmatch(r"(?:vector|halfvec)\((\d+)\)", row["t"]) if row else None
+    if found and int(found.group(1)) != dims:
+        raise StoreDimsChanged(
+            f'langgraph.json "store.index.dims" is {dims}, but the store\'s vectors have '
+            f"{found.group(1)} dimensions: set dims back, or drop the table store_vectors "
+            "(its items are kept) and put the items again to embed them anew"
+        )
+
+
+class StoreDimsChanged(RuntimeError):
+    """The configured index has other dimensions than the vectors already stored."""
 
 
 def pgvector_index(index: IndexSpec) -> PostgresIndexConfig:

@@ -35,7 +35,7 @@ from api.database import open_pool, prepare_schema
 from api.embedder import CheckedEmbeddings, EmbeddingFailed
 from api.exact_scan import ExactScanStore
 from api.graphs import GraphConfigError
-from api.memory_index import open_store, start_store
+from api.memory_index import StoreDimsChanged, open_store, start_store
 from api.saver import PooledSaver
 from api.store_config import IndexSpec, StoreConfig, openai_embeddings, read_store_config
 from eval.harness import ServerProcess, ServerStartError, serving
@@ -487,6 +487,21 @@ async def test_vectors_the_exact_scan_kept_move_to_pgvector(
         )
         == column
     )
+
+
+async def test_changed_dims_stop_the_start_saying_what_to_do(vector_pg: PgServer) -> None:
+    """Items embedded at 64 dimensions, then the config says 32: the start stops with what to
+    do, rather than every later put failing against the table's dimensions."""
+    vector_pg.execute("CREATE DATABASE redims")
+    async with open_pool(vector_pg.url_for("redims"), max_size=2) as pool:
+        async with open_store(pool, StoreConfig(index=padded_index(64))) as first:
+            await prepare_schema(pool, PooledSaver(pool, concurrency=1), first)
+            await start_store(first, pool)
+            await first.aput(("memories", "dims"), "k", ITEMS[next(iter(ITEMS))])
+        async with open_store(pool, StoreConfig(index=padded_index(32))) as second:
+            await prepare_schema(pool, PooledSaver(pool, concurrency=1), second)
+            with pytest.raises(StoreDimsChanged, match="dims\" is 32, but the store's vectors"):
+                await start_store(second, pool)
 
 
 async def test_vectors_too_wide_for_pgvector_are_scanned_exactly(
