@@ -10,6 +10,7 @@ the graph's own checks (the built-in agent's approval rules may only tighten the
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from api.assistant_schemas import (
 )
 from api.auth.context import caller
 from api.errors import Conflict, Invalid, NotFound
+from api.graphs import graph_descriptions
 from api.run_context import effective_config
 from api.store import assistants, crons, threads
 from api.store.assistants import Visible, assistant_out
@@ -38,13 +40,16 @@ if TYPE_CHECKING:
 
 async def ensure_defaults(runtime: Runtime) -> None:
     """Every served graph's default assistant (``uuid5(NAMESPACE_GRAPH, graph_id)``, metadata
-    ``{"created_by": "system"}``), made once across replicas; one that exists is kept."""
+    ``{"created_by": "system"}``, the ``description`` its ``langgraph.json`` entry gives), made
+    once across replicas; one that exists is kept."""
+    config = runtime.settings.config
+    described = await asyncio.to_thread(graph_descriptions, config) if config else {}
     async with runtime.pool.connection() as conn:
         for graph_id, graph in sorted(runtime.graphs.items()):
             values = {
                 "graph_id": graph_id,
                 "name": default_name(graph_id, graph),
-                "description": None,
+                "description": described.get(graph_id),
                 "config": {},
                 "context": {},
                 "metadata": dict(SYSTEM_METADATA),

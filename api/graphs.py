@@ -108,6 +108,16 @@ def graph_specs(config_file: Path, data: Any) -> dict[str, str]:
     }
 
 
+def graph_descriptions(config_file: Path) -> dict[str, str]:
+    """The ``description`` of each graph given as ``{"path": ..., "description": ...}``."""
+    graphs = read_config(config_file).get("graphs") or {}
+    return {
+        graph_id: spec["description"]
+        for graph_id, spec in graphs.items()
+        if isinstance(spec, dict) and isinstance(spec.get("description"), str)
+    }
+
+
 def read_config(config_file: Path) -> Any:
     """The file's JSON, or a :class:`GraphConfigError` that says why not."""
     try:

@@ -115,14 +115,15 @@ async def ensure_default(
 ) -> None:
     """A served graph's default assistant, created once across replicas starting together; one
     that exists keeps its config, and is renamed (a new version, as LangGraph Server patches it)
-    when the graph's name changed."""
+    when the graph's name or its ``langgraph.json`` description changed."""
     async with conn.transaction():
         if await insert(conn, assistant_id, values, owner=None, system=True) is not None:
             return
         row = await get(conn, assistant_id, lock=True)
-        if row is not None and row["name"] != values["name"]:
+        named = {k: values[k] for k in ("name", "description")}
+        if row is not None and any(row[k] != v for k, v in named.items()):
             kept = {k: row[k] for k in VALUES}
-            await add_version(conn, assistant_id, {**kept, "name": values["name"]})
+            await add_version(conn, assistant_id, {**kept, **named})
 
 
 async def get(

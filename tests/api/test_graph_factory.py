@@ -70,7 +70,7 @@ FACTORIES = textwrap.dedent(
 )
 
 
-def _project(root: Path, graphs: dict[str, str]) -> Path:
+def _project(root: Path, graphs: dict[str, object]) -> Path:
     root.mkdir(parents=True)
     (root / "factories.py").write_text(FACTORIES)
     config = root / "langgraph.json"
@@ -87,7 +87,7 @@ def factory_server(
     config = _project(
         root / "project",
         {
-            "by_config": "./factories.py:by_config",
+            "by_config": {"path": "./factories.py:by_config", "description": "One per model"},
             "by_runtime": "./factories.py:by_runtime",
             "held": "./factories.py:held",
         },
@@ -121,6 +121,8 @@ async def test_each_assistant_gets_the_graph_its_config_makes(
         assert own["made_for"] == "small"  # the run's config wins over its assistant's
         schemas = await client.assistants.get_schemas(big["assistant_id"])
         assert "made_for" in schemas["state_schema"]["properties"]
+        # The langgraph.json entry's description is its default assistant's, as on LangGraph.
+        assert (await client.assistants.get("by_config"))["description"] == "One per model"
 
 
 async def test_a_factory_that_fails_for_a_run_fails_that_run_only(
