@@ -11,7 +11,6 @@ from langgraph.errors import InvalidUpdateError
 from langgraph.types import Command, StateUpdate
 
 from api.errors import Conflict, Invalid
-from api.serde import to_jsonable
 from api.store import runs, threads
 from api.thread_schemas import Superstep
 
@@ -58,10 +57,4 @@ async def apply_supersteps(
                 f"refused: {err}"
             ) from None
         state = await graph.aget_state(config)
-        await threads.refresh_status(
-            conn,
-            thread_id,
-            after="interrupted" if state.interrupts else "idle",
-            values=to_jsonable(state.values),
-            interrupts=to_jsonable({t.id: list(t.interrupts) for t in state.tasks if t.interrupts}),
-        )
+        await threads.refresh_from_state(conn, thread_id, state)

@@ -19,7 +19,6 @@ from api.auth.context import caller
 from api.deps import ServiceDep
 from api.errors import Conflict, Invalid, NotFound, responses
 from api.routes.threads import SelectQuery, state_out
-from api.serde import to_jsonable
 from api.state_select import selected
 from api.store import checkpoints, runs, threads
 from api.thread_schemas import (
@@ -132,13 +131,7 @@ async def update_state(thread_id: ThreadId, body: StateUpdate, svc: ServiceDep) 
         except (InvalidUpdateError, ValueError, TypeError, KeyError) as err:
             raise Invalid(f"Invalid request: the state update was refused: {err}") from None
         state = await graph.aget_state(saved)
-        await threads.refresh_status(
-            conn,
-            thread_id,
-            after="interrupted" if state.interrupts else "idle",
-            values=to_jsonable(state.values),
-            interrupts=to_jsonable({t.id: list(t.interrupts) for t in state.tasks if t.interrupts}),
-        )
+        await threads.refresh_from_state(conn, thread_id, state)
     c = saved["configurable"]
     return {
         "checkpoint": {

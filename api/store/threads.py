@@ -8,6 +8,7 @@ from psycopg import AsyncConnection
 from psycopg.errors import UniqueViolation
 from psycopg.types.json import Jsonb
 
+from api.serde import to_jsonable
 from api.store import thread_ttl
 from api.store.rows import storable, thread_out
 from api.validation import check_metadata
@@ -256,3 +257,15 @@ def state_columns(values: Any, interrupts: dict[str, Any] | None) -> dict[str, J
         "values": Jsonb(storable(values)) if values is not None else None,
         "interrupts": Jsonb(storable(interrupts)) if interrupts is not None else None,
     }
+
+
+async def refresh_from_state(conn: AsyncConnection[Any], thread_id: str, state: Any) -> None:
+    """After a state update: the thread's status, values and interrupts from its new state
+    (a ``StateSnapshot``), ``interrupted`` if it waits for an answer, else ``idle``."""
+    await refresh_status(
+        conn,
+        thread_id,
+        after="interrupted" if state.interrupts else "idle",
+        values=to_jsonable(state.values),
+        interrupts=to_jsonable({t.id: list(t.interrupts) for t in state.tasks if t.interrupts}),
+    )
