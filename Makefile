@@ -22,7 +22,7 @@ serve: install
 	$(BIN)/threadline serve
 
 # Two test processes (one per core of CI's machine), a test file per process at a time: about 9.5 min
-# instead of 11 here. TEST_WORKERS=0 runs the suite in this one process.
+# here. TEST_WORKERS=0 runs the suite in this one process.
 TEST_WORKERS ?= 2
 test: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
