@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from langgraph.errors import InvalidUpdateError
-from langgraph.types import Command, StateUpdate
+from langgraph.types import StateUpdate
 
+from api.adapters import DEFAULT
 from api.errors import Conflict, Invalid
+from api.run_context import run_input
 from api.store import runs, threads
 from api.thread_schemas import Superstep
 
@@ -18,26 +20,36 @@ if TYPE_CHECKING:
     from api.service import Service
 
 
-def graph_of(svc: Service, metadata: dict[str, Any]) -> Any:
-    """The graph the supersteps are written to: refused before the thread is created."""
+def graph_of(svc: Service, metadata: dict[str, Any], supersteps: list[Superstep]) -> Any:
+    """The graph the supersteps are written to, each update checked as a state update of that
+    graph is (its adapter may refuse it, or name the node it is written as): refused before
+    the thread is created."""
     graph_id = metadata.get("graph_id")
     if not isinstance(graph_id, str):
         raise Invalid(
             "Invalid request: supersteps need the graph they are written to: put its id in "
             'metadata.graph_id (the SDK: threads.create(graph_id="...", supersteps=[...])).'
         )
-    return svc.graph(graph_id)
+    graph = svc.graph(graph_id)
+    adapter = svc.runtime.adapter(graph_id)
+    for step in supersteps:
+        for update in step.updates:
+            if update.command is not None and adapter is not DEFAULT:
+                raise Invalid(
+                    f"Invalid request: supersteps of {graph_id!r} write values, not commands: "
+                    "its runs answer its interrupts."
+                )
+            if update.command is None:
+                checked = adapter.check_state_update(update.values, update.as_node)
+                update.as_node = checked or update.as_node
+    return graph
 
 
 def _updates(step: Superstep) -> list[StateUpdate]:
     out = []
-    for update in step.updates:
-        if update.command is not None:
-            c = update.command
-            value: Any = Command(resume=c.resume, update=c.update, goto=c.goto or ())
-        else:
-            value = update.values
-        out.append(StateUpdate(value, update.as_node))
+    for u in step.updates:
+        value: Any = run_input({"command": u.command.model_dump()}) if u.command else u.values
+        out.append(StateUpdate(value, u.as_node))
     return out
 
 

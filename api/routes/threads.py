@@ -104,7 +104,7 @@ async def create_thread(body: ThreadCreate, svc: ServiceDep) -> Any:
     """Create a thread (a new id unless ``thread_id`` is given); ``supersteps`` set its state
     on the graph ``metadata.graph_id`` names."""
     thread_id = body.thread_id or str(uuid.uuid4())
-    graph = graph_of(svc, body.metadata) if body.supersteps else None
+    graph = graph_of(svc, body.metadata, body.supersteps) if body.supersteps else None
     thread = await svc.create_thread(thread_id, body.metadata, body.if_exists, ttl_of(body.ttl))
     if graph is None or not body.supersteps:
         return thread

@@ -92,6 +92,46 @@ async def test_supersteps_without_a_graph_or_with_a_bad_node_are_refused(
             )
 
 
+async def test_supersteps_are_checked_as_the_graphs_state_updates_are(
+    notes_server: ServerProcess,
+) -> None:
+    """The built-in agent takes only messages, written as its agent, in a state update: so too
+    in a new thread's supersteps (no control field, no tool node, no resume of an approval)."""
+    async with sdk_client(notes_server.url) as client:
+        hostile = [
+            (
+                {"values": {"messages": [], "pending_calls": [{"name": "x"}]}, "as_node": "agent"},
+                "cannot write",
+            ),
+            ({"values": {"messages": []}, "as_node": "tools"}, "is not allowed for the agent"),
+            (
+                {"values": None, "command": {"resume": {"decisions": []}}, "as_node": "agent"},
+                "not commands",
+            ),
+        ]
+        for update, said in hostile:
+            thread_id = str(uuid.uuid4())
+            with pytest.raises(UnprocessableEntityError, match=said):
+                await client.threads.create(
+                    thread_id=thread_id, graph_id="agent", supersteps=[{"updates": [update]}]
+                )
+            assert await client.threads.search(ids=[thread_id]) == []
+        made = await client.threads.create(
+            graph_id="agent",
+            supersteps=[
+                {
+                    "updates": [
+                        {
+                            "values": {"messages": [{"role": "user", "content": "hi"}]},
+                            "as_node": "agent",
+                        }
+                    ]
+                }
+            ],
+        )
+        assert made["values"]["messages"][0]["content"] == "hi"
+
+
 async def test_extract_picks_values_out_of_each_thread(notes_server: ServerProcess) -> None:
     async with sdk_client(notes_server.url) as client:
         thread = await client.threads.create(metadata={"team": "tides", "owner": {"n": 1}})
