@@ -21,31 +21,15 @@ JSON = ("config", "context", "metadata")
 
 def assistant_out(row: dict[str, Any]) -> dict[str, Any]:
     """A row as the API's ``Assistant``."""
-    return {
-        "assistant_id": str(row["assistant_id"]),
-        "graph_id": row["graph_id"],
-        "config": row["config"],
-        "context": row["context"],
-        "metadata": row["metadata"],
-        "name": row["name"],
-        "description": row["description"],
-        "version": row["version"],
-        "created_at": iso(row["created_at"]),
-        "updated_at": iso(row["updated_at"]),
-    }
+    return {**version_out(row), "updated_at": iso(row["updated_at"])}
 
 
 def version_out(row: dict[str, Any]) -> dict[str, Any]:
-    """A version as the API's ``AssistantVersion``."""
+    """A version (or an assistant's row) as the API's ``AssistantVersion``."""
     return {
         "assistant_id": str(row["assistant_id"]),
         "version": row["version"],
-        "graph_id": row["graph_id"],
-        "config": row["config"],
-        "context": row["context"],
-        "metadata": row["metadata"],
-        "name": row["name"],
-        "description": row["description"],
+        **{k: row[k] for k in VALUES},
         "created_at": iso(row["created_at"]),
     }
 
