@@ -162,7 +162,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[Any]:  # the project app's state
         async with (
-            open_service(settings, access) as service,
+            open_service(settings, access, webhooks=not http.disable_webhooks) as service,
             mcp_runs.serve(app, mcp_servers),  # stopped before the service
             thread_ttl.sweeping(service, ttl),
             custom_app.lifespan(project_app) as state,  # the project's: up last, stopped first
@@ -226,7 +226,8 @@ def create_app(settings: Settings) -> FastAPI:
         allowed_hosts=allowed_hosts(settings),
         allowed_origins=cors["allow_origins"],
         origin_regex=cors.get("allow_origin_regex"),
-        unguarded=custom_app.unguarded(app, project_routes, http),
+        project=custom_app.serves(app, project_routes),
+        project_auth=http.custom_route_auth,
     )
     # Outermost: preflights are answered before the guard (they carry no credentials).
     app.add_middleware(CORSMiddleware, **cors)

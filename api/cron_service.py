@@ -96,7 +96,7 @@ async def create(svc: Service, body: CronCreate, thread_id: str | None) -> dict[
         await svc.thread(thread_id, "create_run")
     value = {**body.model_dump(mode="json", exclude_none=True), "thread_id": thread_id}
     await svc.authorize("crons", "create", value)
-    await webhook_url.check(svc.runtime.settings, body.webhook)
+    await webhook_url.check(svc.runtime.settings, body.webhook, enabled=svc.webhooks)
     payload = _payload(body)
     kwargs = run_kwargs(svc, assistant, body)
     next_run_at = _first_due(svc, body.schedule, body.timezone, body.end_time)
@@ -124,7 +124,7 @@ async def create(svc: Service, body: CronCreate, thread_id: str | None) -> dict[
 async def update(svc: Service, cron_id: str, body: CronUpdate) -> dict[str, Any]:
     sent = body.model_fields_set
     await svc.authorize("crons", "update", {"cron_id": cron_id, **_payload(body)})
-    await webhook_url.check(svc.runtime.settings, body.webhook)
+    await webhook_url.check(svc.runtime.settings, body.webhook, enabled=svc.webhooks)
     async with svc.pool.connection() as conn, conn.transaction():
         row = await crons.get(conn, cron_id, owner_filter(svc))
         if row is None:

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from fastapi import FastAPI
-from starlette._utils import get_route_path
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Match, NoMatchFound, Router
@@ -38,7 +37,7 @@ from starlette.types import Receive, Scope, Send
 from api.auth.guard import Guard
 from api.graphs import GraphConfigError, load_attr
 from api.http_config import HttpOptions
-from api.route_groups import UNSHADOWABLE, DisabledRoutes, prune
+from api.route_groups import UNSHADOWABLE, DisabledRoutes, prune, route_path
 
 
 def load_app(config_file: Path | None, http: HttpOptions) -> Starlette | None:
@@ -81,12 +80,10 @@ def install(app: FastAPI, http: HttpOptions, project: Starlette | None) -> Custo
     return routes
 
 
-def unguarded(
-    app: FastAPI, routes: CustomRoutes | None, http: HttpOptions
-) -> Callable[[Scope], bool] | None:
-    """For the guard: whether a request goes to the project's routes, which need no
-    credentials unless ``enable_custom_route_auth``."""
-    if routes is None or http.custom_route_auth:
+def serves(app: FastAPI, routes: CustomRoutes | None) -> Callable[[Scope], bool] | None:
+    """For the guard: whether a request goes to the project's routes (authenticated only with
+    ``enable_custom_route_auth``, whatever their path)."""
+    if routes is None:
         return None
     return lambda scope: routes.serves(scope, app.router)
 
@@ -105,7 +102,7 @@ class CustomRoutes(BaseRoute):
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope["type"] not in ("http", "websocket"):
             return Match.NONE, {}
-        if get_route_path(scope) in self.unshadowable:
+        if route_path(scope) in self.unshadowable:
             return Match.NONE, {}
         partial = False
         for route in self.project.router.routes:

@@ -149,8 +149,6 @@ def read_http(config_file: Path | None) -> HttpOptions:
         unserved.append("configurable_headers (runs get no request headers in their config)")
     if http.logging_headers is not None:
         unserved.append("logging_headers (threadline logs no request headers)")
-    if http.disable_webhooks:
-        unserved.append("disable_webhooks (runs' webhooks are still called)")
     if unserved:
         logger.warning(
             '%s: "http" settings not served by threadline and ignored: %s',

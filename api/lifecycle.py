@@ -42,10 +42,11 @@ async def open_service(
     *,
     runtime: Runtime | None = None,
     workers: bool = True,
+    webhooks: bool = True,
 ) -> AsyncIterator[Service]:
     """A started service. ``runtime``: use an open one (the caller closes it); ``workers``
     False: runs are queued but nothing here executes them, no schedule fires and no webhook is
-    sent."""
+    sent; ``webhooks`` False: none is accepted or sent."""
     async with AsyncExitStack() as stack:
         if runtime is None:
             runtime = await stack.enter_async_context(open_runtime(settings))
@@ -54,7 +55,7 @@ async def open_service(
         hub = Hub(runtime.database.url, on_lost=runtime.pool.health.fault)
         await hub.start()
         stack.push_async_callback(hub.stop)
-        service = Service(runtime=runtime, hub=hub, access=access or Access())
+        service = Service(runtime=runtime, hub=hub, access=access or Access(), webhooks=webhooks)
         if workers:
             service.workers = Workers(runtime=runtime, hub=hub)
             await service.workers.start()
@@ -62,6 +63,7 @@ async def open_service(
             scheduler = Scheduler(runtime.pool, hub, settings.cron_poll_seconds)
             await scheduler.start()
             stack.push_async_callback(scheduler.stop)
+        if workers and webhooks:
             delivery = WebhookDelivery(runtime.pool, settings)
             await delivery.start()
             stack.push_async_callback(delivery.stop)

@@ -6,7 +6,8 @@ if they did not exist, and leave the OpenAPI document; the project's own routes
 - ``assistants``: ``/assistants/...``; ``store``: ``/store/...``; ``mcp``: ``/mcp``.
 - ``runs``: ``/runs/...`` (schedules too) and ``/threads/{id}/runs/...``.
 - ``threads``: the rest of ``/threads/...``, threadline's approvals, audit and workspace
-  included; a thread's MCP endpoint (``/threads/{id}/mcp``) is in ``threads`` and ``mcp``.
+  included; a thread's MCP endpoint (``/threads/{id}/mcp``) is in ``threads`` and ``mcp``, its
+  approvals (which queue a run) in ``threads`` and ``runs``.
 - ``meta``: ``/info``, ``/metrics``, ``/docs``, ``/openapi.json`` and threadline's page (``/``,
   ``/static/...``); ``/ok`` stays, as on LangGraph.
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette._utils import get_route_path
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, NoMatchFound
 from starlette.types import Receive, Scope, Send
@@ -32,6 +32,15 @@ UNSHADOWABLE = frozenset(
 ``disable_meta`` there are none: the project may use these paths)."""
 
 
+def route_path(scope: Scope) -> str:
+    """The request's path below the app's ``root_path`` (what its routes match)."""
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/"):
+        return path[len(root) :]
+    return path
+
+
 def groups_of(path: str) -> frozenset[str]:
     """The groups a path (or an OpenAPI path template) belongs to; none: always served."""
     parts = path.split("/")
@@ -42,7 +51,9 @@ def groups_of(path: str) -> frozenset[str]:
         below = parts[3] if len(parts) > 3 else ""
         if below == "runs":
             return frozenset({"runs"})
-        return frozenset({"threads", "mcp"}) if below == "mcp" else frozenset({"threads"})
+        if below in ("mcp", "approvals"):  # an approval queues the run that answers it
+            return frozenset({"threads", "runs" if below == "approvals" else "mcp"})
+        return frozenset({"threads"})
     if path in META_PATHS or head == "static":
         return frozenset({"meta"})
     return frozenset()
@@ -55,9 +66,7 @@ class DisabledRoutes(BaseRoute):
         self.disabled = disabled
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] in ("http", "websocket") and self.disabled & groups_of(
-            get_route_path(scope)
-        ):
+        if scope["type"] in ("http", "websocket") and self.disabled & groups_of(route_path(scope)):
             return Match.FULL, {}
         return Match.NONE, {}
 

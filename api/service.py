@@ -38,6 +38,9 @@ class Service:
     """Who may do what (``api.auth.access``); the caller comes from ``api.auth.context``."""
     workers: Workers | None = None
     """This process's workers (``api.lifecycle`` starts them), if it executes runs."""
+    webhooks: bool = True
+    """False: a run or schedule with a ``webhook`` is refused (``"http": {"disable_webhooks":
+    true}`` in the project's ``langgraph.json``)."""
 
     @property
     def pool(self) -> Pool:
@@ -189,7 +192,9 @@ class Service:
         ``body.assistant_id`` names, if the caller resolved it already."""
         from api.run_create import create_run
 
-        await webhook_url.check(self.runtime.settings, body.webhook)  # resolves: not under a lock
+        await webhook_url.check(
+            self.runtime.settings, body.webhook, enabled=self.webhooks
+        )  # resolves: not under a lock
         return await create_run(self, thread_id, body, threadless=threadless, assistant=assistant)
 
     async def check_resume(self, thread_id: str, graph_id: str, resume: Any) -> dict[str, Any]:

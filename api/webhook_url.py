@@ -99,6 +99,8 @@ def parse(url: str) -> httpx.URL:
         raise WebhookRefused("it must be an http:// or https:// URL")
     if not parsed.host:
         raise WebhookRefused("the URL has no host")
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise WebhookRefused("its port must be 1 to 65535")
     return parsed
 
 
@@ -249,11 +251,17 @@ _HOW_NETWORKS = (
 )
 
 
-async def check(settings: Settings, url: str | None) -> None:
+async def check(settings: Settings, url: str | None, *, enabled: bool = True) -> None:
     """Refuse (422, saying why) a webhook the server would not call, when a run or a schedule
-    is created: its URL, its host's name, and every address it resolves to now."""
+    is created: any, where webhooks are disabled; else its URL, its host's name, and every
+    address it resolves to now."""
     if url is None:
         return
+    if not enabled:
+        raise Invalid(
+            'webhooks are disabled on this server (its langgraph.json "http": '
+            '{"disable_webhooks": true}); leave webhook out, and follow or join the run instead'
+        )
     try:
         parsed = parse(url)
         port = parsed.port or (443 if parsed.scheme == "https" else 80)

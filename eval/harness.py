@@ -103,8 +103,12 @@ class ServerProcess:
         log_path: str | Path | None = None,
         name: str = "server",
         startup_timeout: float = 30.0,
+        ready_headers: Mapping[str, str] | None = None,
     ) -> None:
+        """``ready_headers``: sent with the ``GET /ok`` that says the server is up (credentials,
+        where a project's own ``/ok`` takes the API's place)."""
         self.data_dir = Path(data_dir)
+        self.ready_headers = dict(ready_headers or {})
         self.host = host
         self.port = port or free_port(host)
         self.name = name
@@ -202,7 +206,7 @@ class ServerProcess:
                     + self.log_tail()
                 )
             try:
-                response = httpx.get(self.url + "/ok", timeout=1.0)
+                response = httpx.get(self.url + "/ok", headers=self.ready_headers, timeout=1.0)
                 if response.status_code == 200:
                     return
                 last_error = f"HTTP {response.status_code}: {response.text[:200]}"

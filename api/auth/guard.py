@@ -85,26 +85,32 @@ class Guard:
         allowed_hosts: Sequence[str],
         allowed_origins: Sequence[str],
         origin_regex: str | None = None,
-        unguarded: Callable[[Scope], bool] | None = None,
+        project: Callable[[Scope], bool] | None = None,
+        project_auth: bool = False,
     ) -> None:
         """``origin_regex``: origins it matches are allowed too (CORS's ``allow_origin_regex``);
-        ``unguarded``: whether a request goes to a route that needs no credentials (the
-        project's own)."""
+        ``project``: whether a request goes to the project's own routes (``api.custom_app``),
+        which need credentials only with ``project_auth``, whatever their path; the API's
+        public paths (``/ok``, the page) are public only as the API's."""
         self.app = app
         self.access = access
         self.any_host = "*" in allowed_hosts
         self.hosts = {h.lower() for h in allowed_hosts}
         self.origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.origin_regex = re.compile(origin_regex) if origin_regex else None
-        self.unguarded = unguarded
+        self.project = project
+        self.project_auth = project_auth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         try:
             user = await self._check(scope)
         except ApiError as err:
+            if scope["type"] == "websocket":  # a project's WebSocket route: refused unopened
+                await send({"type": "websocket.close", "code": 1008, "reason": err.message[:120]})
+                return
             headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
             response = JSONResponse({"detail": err.message}, err.status, headers=headers)
             await response(scope, receive, send)
@@ -135,10 +141,12 @@ class Guard:
             )
         elif origin == "null":
             raise Forbidden("Requests from an opaque origin ('null') are not allowed.")
-        path = scope.get("path", "")
-        if not self.access.enabled or path in PUBLIC or path.startswith(PUBLIC_PREFIXES):
+        if not self.access.enabled:
             return NOBODY
-        if self.unguarded is not None and self.unguarded(scope):
+        if self.project is not None and self.project(scope):
+            return await self._authenticate(scope) if self.project_auth else NOBODY
+        path = scope.get("path", "")
+        if path in PUBLIC or path.startswith(PUBLIC_PREFIXES):
             return NOBODY
         return await self._authenticate(scope)
 
@@ -153,7 +161,10 @@ class Guard:
     async def _authenticate(self, scope: Scope) -> User:
         api_key, authorization = credentials(scope)
         if self.access.mode == "custom" and self.access.auth is not None:
-            return await custom.authenticate(self.access.auth, Request(scope), authorization)
+            # A WebSocket's handshake is a GET: the handlers see it as one.
+            http_scope = scope if scope["type"] == "http" else {**scope, "type": "http"}
+            request = Request({"method": "GET", **http_scope})
+            return await custom.authenticate(self.access.auth, request, authorization)
         if not api_key:
             raise Unauthorized(
                 "This server needs an API key: send it as x-api-key (the LangGraph SDKs' "

@@ -17,10 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
 
 from api.custom_app import load_app
 from api.graphs import GraphConfigError
 from api.http_config import read_http
+from api.route_groups import groups_of
 from eval.harness import ServerProcess, ServerStartError, serving
 from tests.api.conftest import FAST
 
@@ -66,7 +68,7 @@ APP_PY = textwrap.dedent(
     from contextlib import asynccontextmanager
     from pathlib import Path
 
-    from fastapi import FastAPI, Request
+    from fastapi import FastAPI, Request, WebSocket
 
     MARKS = Path(__file__).parent / "marks.txt"
 
@@ -100,6 +102,13 @@ APP_PY = textwrap.dedent(
     async def whoami(request: Request) -> dict:
         user = request.user if "user" in request.scope else None
         return {"identity": user.identity if user is not None else None}
+
+
+    @app.websocket("/custom/ws")
+    async def ws(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await websocket.send_text("hi")
+        await websocket.close()
 
 
     @app.get("/info")
@@ -165,6 +174,24 @@ async def test_the_projects_routes_answer_without_credentials(http: httpx.AsyncC
     assert hello.headers["x-project-middleware"] == "/custom/hello"
     # Not authenticated: no caller on the request.
     assert (await http.get("/custom/whoami", headers=TOKEN)).json() == {"identity": None}
+
+
+async def test_the_projects_websocket_routes_keep_the_origin_check(
+    project_server: ServerProcess,
+) -> None:
+    ws_url = project_server.url.replace("http://", "ws://") + "/custom/ws"
+    async with websockets.connect(ws_url) as ws:  # no credentials needed: not custom route auth
+        assert await ws.recv() == "hi"
+    with pytest.raises(websockets.InvalidStatus):
+        async with websockets.connect(ws_url, origin=websockets.Origin("http://evil.example")):
+            pass
+
+
+def test_an_approval_is_in_the_runs_group_too() -> None:
+    """It queues the run that answers the interrupt: ``disable_runs`` turns it off as well."""
+    assert groups_of("/threads/t/approvals") == {"threads", "runs"}
+    assert groups_of("/threads/t/mcp") == {"threads", "mcp"}
+    assert groups_of("/threads/t/audit") == {"threads"}
 
 
 async def test_the_projects_routes_shadow_the_apis_but_not_ok(http: httpx.AsyncClient) -> None:
@@ -233,9 +260,16 @@ async def test_custom_route_auth_and_auth_first(
         "enable_custom_route_auth": True,
         "middleware_order": "auth_first",
         "disable_meta": True,
+        "disable_webhooks": True,
     }
     config = write_project(tmp_path / "project", http_config)
-    proc = make_server(module_database_url, tmp_path / "data", config=config, name="auth-first")
+    proc = make_server(
+        module_database_url,
+        tmp_path / "data",
+        config=config,
+        name="auth-first",
+        ready_headers=TOKEN,
+    )
     await asyncio.to_thread(proc.start)
     async with httpx.AsyncClient(base_url=proc.url, timeout=30) as http:
         refused = await http.get("/custom/whoami")
@@ -245,10 +279,26 @@ async def test_custom_route_auth_and_auth_first(
         assert whoami.json() == {"identity": "ada"}
         assert whoami.headers["x-project-middleware"] == "/custom/whoami"
         assert (await http.get("/ok", headers=TOKEN)).json() == {"custom": "ok"}
+        # The project's route at a path the API keeps public is the project's: authenticated.
+        assert (await http.get("/ok")).status_code == 401
+        # disable_webhooks: a run that asks for one is refused, saying why.
+        hooked = await http.post(
+            "/runs/wait",
+            headers=TOKEN,
+            json={"assistant_id": "bump", "input": {}, "webhook": "https://example.com/h"},
+        )
+        assert hooked.status_code == 422 and "webhooks are disabled" in hooked.text
         assert (await http.get("/metrics", headers=TOKEN)).status_code == 404
         # The project's FastAPI document, not the API's.
         paths = (await http.get("/openapi.json", headers=TOKEN)).json()["paths"]
         assert "/custom/hello" in paths and "/threads" not in paths
+    # The project's WebSocket routes are authenticated too.
+    ws_url = proc.url.replace("http://", "ws://") + "/custom/ws"
+    with pytest.raises(websockets.InvalidStatus):
+        async with websockets.connect(ws_url):
+            pass
+    async with websockets.connect(ws_url, additional_headers=TOKEN) as ws:
+        assert await ws.recv() == "hi"
     # Its lifespan ends with the server's (SIGTERM: a graceful stop).
     assert await asyncio.to_thread(proc.terminate) == 0
     marks = (tmp_path / "project" / "marks.txt").read_text().splitlines()
@@ -317,7 +367,8 @@ def test_unserved_and_unknown_http_keys_are_named(
     text = "\n".join(caplog.messages)
     assert "has a key LangGraph does not define, ignored: 'disable_thread'" in text, text
     assert "not served by threadline and ignored: configurable_headers" in text, text
-    assert "disable_webhooks (runs' webhooks are still called)" in text, text
+    assert "disable_webhooks" not in text, text  # served: webhooks refused (api.webhook_url)
+    assert options.disable_webhooks
 
 
 async def test_a_project_app_that_is_not_an_app_stops_the_start(

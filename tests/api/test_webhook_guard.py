@@ -14,7 +14,14 @@ import pytest
 
 from api.settings import Settings
 from api.webhook_send import client, post
-from api.webhook_url import WebhookPolicy, WebhookRefused, WebhookUnresolved, kind, literal_address
+from api.webhook_url import (
+    WebhookPolicy,
+    WebhookRefused,
+    WebhookUnresolved,
+    kind,
+    literal_address,
+    parse,
+)
 from eval.harness import free_port
 from tests.utils.webhook_receiver import receiving
 
@@ -174,3 +181,10 @@ async def test_a_receiver_that_does_not_answer_in_time_is_retried() -> None:
         async with client(LOOPBACK_ONLY, 0.3) as http:
             late = await post(http, rx.url("/late"), BODY, 0.3)
         assert not late.delivered and late.retry, late
+
+
+@pytest.mark.parametrize("url", ["http://8.8.8.8:99999/h", "http://8.8.8.8:0/h"])
+def test_a_port_out_of_range_is_refused(url: str) -> None:
+    """Else it would pass the check and fail every delivery until the attempts run out."""
+    with pytest.raises(WebhookRefused, match="port must be 1 to 65535"):
+        parse(url)
