@@ -104,6 +104,14 @@ def loaded(target: RunAssistant, row: dict[str, Any] | None) -> RunAssistant:
             "deleted; the server creates it again when it restarts. Run another assistant of "
             "the graph (POST /assistants/search lists them)."
         )
+    if not row["system"] or row["graph_id"] != target.graph_id:
+        # A tenant's assistant created at the id a graph's default gets (before the graph was
+        # served): never what another tenant's run of the graph uses.
+        raise NotFound(
+            f"Graph {target.graph_id!r}'s default assistant ({target.assistant_id}) is taken by "
+            "an assistant that is not the graph's default; the operator deletes it "
+            "(DELETE /assistants/{id}) and restarts. Run another assistant of the graph."
+        )
     return RunAssistant.from_row(row)
 
 

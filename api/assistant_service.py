@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from api.runtime import Runtime
     from api.service import Service
 
+logger = logging.getLogger(__name__)
+
 
 async def ensure_defaults(runtime: Runtime) -> None:
     """Every served graph's default assistant (``uuid5(NAMESPACE_GRAPH, graph_id)``, metadata
@@ -54,7 +57,16 @@ async def ensure_defaults(runtime: Runtime) -> None:
                 "context": {},
                 "metadata": dict(SYSTEM_METADATA),
             }
-            await assistants.ensure_default(conn, uuid.UUID(default_assistant_id(graph_id)), values)
+            key = uuid.UUID(default_assistant_id(graph_id))
+            if not await assistants.ensure_default(conn, key, values):
+                logger.error(
+                    "graph %r has no default assistant: its id %s is taken by a tenant's "
+                    "assistant, which runs of the graph by name will not use; delete it "
+                    "(DELETE /assistants/%s) and restart",
+                    graph_id,
+                    key,
+                    key,
+                )
 
 
 def _served(svc: Service, graph_id: str) -> None:

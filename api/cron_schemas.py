@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, Field, WithJsonSchema, model_validator
 
-from api.schemas import Id, Metadata, RunConfig, StreamModes, Strict
+from api.schemas import (
+    NO_CHECKPOINT_DURING,
+    NO_EXIT,
+    Id,
+    Metadata,
+    RunConfig,
+    StreamModes,
+    Strict,
+)
 from api.validation import MAX_ID_LENGTH
 from api.webhook_url import WebhookUrl
 
@@ -64,6 +72,15 @@ class CronPayload(Strict):
     checkpoint_during: bool | None = None
     webhook: WebhookUrl | None = None
     """POSTed each run when it ends, as a run's ``webhook``."""
+
+    @model_validator(mode="after")
+    def every_step_checkpointed(self) -> Self:
+        """As for a run (``api.schemas.RunCreate``): ``exit`` durability is refused."""
+        if self.durability == "exit":
+            raise ValueError(NO_EXIT)
+        if self.checkpoint_during is False:
+            raise ValueError(NO_CHECKPOINT_DURING)
+        return self
 
 
 class CronCreate(CronPayload):

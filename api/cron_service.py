@@ -74,6 +74,8 @@ def run_kwargs(svc: Service, assistant: RunAssistant, payload: CronPayload) -> d
         kwargs["context"] = payload.context
     if payload.webhook:
         kwargs["webhook"] = payload.webhook
+    if payload.stream_subgraphs:
+        kwargs["stream_subgraphs"] = True
     seen = effective_config(*merged(assistant, payload.config, payload.context))
     with_caller(svc, kwargs, seen, "schedule")
     return kwargs

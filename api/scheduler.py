@@ -52,6 +52,8 @@ async def _assistant(conn: AsyncConnection[Any], assistant_id: str) -> RunAssist
     names a graph: its default assistant, or the graph alone when it has none (yet)."""
     key = assistants.as_uuid(assistant_id)
     row = await assistants.get(conn, key or uuid.UUID(default_assistant_id(assistant_id)))
+    if row is not None and key is None and not (row["system"] and row["graph_id"] == assistant_id):
+        return None  # its default's id is taken by a tenant's assistant (api.assistant_access)
     if row is not None:
         return RunAssistant.from_row(row)
     return None if key is not None else RunAssistant(assistant_id, assistant_id)

@@ -70,6 +70,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+NO_EXIT = (
+    "'exit' is not supported: threadline checkpoints every step before the next (sync), so "
+    "that a run taken over after a crash continues where it was; send 'sync' or 'async' (which "
+    "runs as sync), or leave it out"
+)
+NO_CHECKPOINT_DURING = (
+    "checkpoint_during false ('exit' durability) is not supported: threadline checkpoints "
+    "every step before the next, so that a run taken over after a crash continues where it "
+    "was; leave it out"
+)
+
+
 class RunConfig(BaseModel):
     """The parts of a run's ``config`` the service reads; other keys pass through to the graph."""
 
@@ -187,11 +199,7 @@ class RunCreate(BaseModel):
     @classmethod
     def no_exit_durability(cls, value: Any) -> Any:
         if value == "exit":
-            raise ValueError(
-                "'exit' is not supported: threadline checkpoints every step before the next "
-                "(sync), so that a run taken over after a crash continues where it was; send "
-                "'sync' or 'async' (which runs as sync), or leave it out"
-            )
+            raise ValueError(NO_EXIT)
         return value
 
     stream_resumable: bool | None = None
@@ -216,11 +224,7 @@ class RunCreate(BaseModel):
                 "interrupt is always refused (409); leave it out"
             )
         if self.checkpoint_during is False:
-            raise ValueError(
-                "checkpoint_during false ('exit' durability) is not supported: threadline "
-                "checkpoints every step before the next, so that a run taken over after a crash "
-                "continues where it was; leave it out"
-            )
+            raise ValueError(NO_CHECKPOINT_DURING)
         return self
 
     @model_validator(mode="after")

@@ -13,6 +13,7 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from api.db_health import is_database_fault
 from api.run_events import ErrorEvent
 from api.schemas import Run
 from api.serde import to_jsonable
@@ -56,6 +57,8 @@ async def _latest_values(runtime: Runtime, run: dict[str, Any]) -> Any:
     try:
         state = await graph.aget_state({"configurable": {"thread_id": run["thread_id"]}})
     except Exception as err:  # the webhook goes without them rather than the run not ending
+        if is_database_fault(err):
+            raise  # the run is handed back (api.worker), and its end is written again later
         logger.warning("run %s: its webhook's values could not be read (%s)", run["run_id"], err)
         return None
     return state.values if state.created_at is not None else None

@@ -96,18 +96,22 @@ async def insert(
 
 async def ensure_default(
     conn: AsyncConnection[Any], assistant_id: uuid.UUID, values: dict[str, Any]
-) -> None:
+) -> bool:
     """A served graph's default assistant, created once across replicas starting together; one
     that exists keeps its config, and is renamed (a new version, as LangGraph Server patches it)
-    when the graph's name or its ``langgraph.json`` description changed."""
+    when the graph's name or its ``langgraph.json`` description changed. False: the id is taken
+    by an assistant that is not a default (left as it is)."""
     async with conn.transaction():
         if await insert(conn, assistant_id, values, owner=None, system=True) is not None:
-            return
+            return True
         row = await get(conn, assistant_id, lock=True)
+        if row is not None and not row["system"]:
+            return False
         named = {k: values[k] for k in ("name", "description")}
         if row is not None and any(row[k] != v for k, v in named.items()):
             kept = {k: row[k] for k in VALUES}
             await add_version(conn, assistant_id, {**kept, **named})
+        return True
 
 
 async def get(

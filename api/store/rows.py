@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any
 
@@ -46,8 +47,11 @@ def thread_out(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def storable(value: Any) -> Any:
-    """``value`` with NUL characters replaced (U+FFFD) in every string: ``jsonb`` cannot hold
-    them, and what a model or a tool produced must not break the record of a run."""
+    """``value`` with NUL characters replaced (U+FFFD) in every string and non-finite numbers
+    (NaN, infinities) as null: ``jsonb`` can hold neither, and what a model or a tool produced
+    must not break the record of a run."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if isinstance(value, str):
         return value.replace("\0", "\ufffd") if "\0" in value else value
     if isinstance(value, dict):

@@ -548,3 +548,28 @@ async def test_a_deleted_default_is_not_found_until_start_up_makes_it_again(
         assert run["assistant_id"] == default_assistant_id("agent")
         versions = await assistant_service.versions(svc, "agent", AssistantVersionsSearch())
         assert [v["version"] for v in versions] == [1]
+
+
+async def test_a_tenants_assistant_at_a_defaults_id_is_never_the_graphs_default(
+    settings: Settings, runtime: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An assistant made at the id a graph's default gets (before the graph is served, or after
+    its default was deleted) is its creator's: runs by the graph's name never use its config,
+    and start-up says the id is taken instead of adopting it."""
+    from api.assistant_schemas import AssistantCreate
+
+    body = RunCreate(assistant_id="agent", input=counter(1), if_not_exists="create")
+    async with open_service(settings, runtime=runtime, workers=False) as svc:
+        await assistant_service.delete(svc, "agent", delete_threads=False)
+        await assistant_service.create(
+            svc,
+            AssistantCreate(
+                assistant_id=default_assistant_id("agent"),
+                graph_id="agent",
+                config={"configurable": {"squatter": True}},
+            ),
+        )
+    async with open_service(settings, runtime=runtime, workers=False) as svc:
+        with pytest.raises(NotFound, match="taken by an assistant that is not"):
+            await svc.create_run(str(uuid.uuid4()), body)
+    assert any("is taken by a tenant's assistant" in m for m in caplog.messages)

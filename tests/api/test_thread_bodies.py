@@ -231,6 +231,18 @@ async def test_select_trims_a_state_and_its_history(notes_server: ServerProcess)
             "after_seconds",
         ),
         ("POST", "/assistants/search", {"graph": "notes"}, "graph"),
+        (
+            "POST",
+            "/runs/crons",
+            {"assistant_id": "notes", "schedule": "* * * * *", "durability": "exit"},
+            "'exit' is not supported",
+        ),
+        (
+            "POST",
+            "/runs/crons",
+            {"assistant_id": "notes", "schedule": "* * * * *", "checkpoint_during": False},
+            "checkpoint_during false",
+        ),
     ],
 )
 async def test_an_unknown_body_field_is_a_422_that_names_it(
