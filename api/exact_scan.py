@@ -28,8 +28,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from langgraph.store.base import GetOp, Op, PutOp, Result, SearchItem, SearchOp, TTLConfig
-from langgraph.store.base.embed import get_text_at_path, tokenize_path
+from langgraph.store.base import (
+    GetOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    get_text_at_path,
+    tokenize_path,
+    validate_op_namespace,
+)
 from langgraph.store.postgres.aio import AsyncPostgresStore
 
 from api.database import Pool
@@ -66,6 +76,8 @@ class ExactScanStore(AsyncPostgresStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        for op in ops:  # as LangGraph's own batch checks them, searches by meaning included
+            validate_op_namespace(op)
         scans = [(i, op) for i, op in enumerate(ops) if isinstance(op, SearchOp) and op.query]
         writes = _last_writes(op for op in ops if isinstance(op, PutOp))
         texts = [t for op in writes if op.value is not None for t in self._texts(op)]

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from langgraph.store.base import ensure_embeddings
+from langgraph.store.base import InvalidNamespaceError, SearchOp, ensure_embeddings
 from langgraph_sdk import get_client
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
@@ -693,3 +693,19 @@ async def test_killed_in_the_middle_of_a_run_the_memory_is_stored_once(
     # store_memory ran again (it had not finished): the same memory, upserted, not a second one.
     assert ledger.read_text().splitlines()[len(earlier) :] == [f"Stored memory {memory['key']}"] * 2
     assert "Traceback" not in exact_server.log_path.read_text()
+
+
+async def test_a_search_by_meaning_checks_its_namespace_as_langgraph_does(
+    database_url: str,
+) -> None:
+    """A label with a ``.`` is refused by LangGraph's own batch; so too when the exact scan
+    answers a search with ``query`` (it would match the item at ``("alice", "notes")``)."""
+    async with open_pool(database_url, max_size=2) as pool:
+        store = ExactScanStore(pool, index=padded_index(64))
+        try:
+            await prepare_schema(pool, PooledSaver(pool, concurrency=1), store)
+            await store.aput(("alice", "notes"), "k", {"content": "tides", "context": "sea"})
+            with pytest.raises(InvalidNamespaceError):
+                await store.abatch([SearchOp(("alice.notes",), None, 10, 0, query="tides")])
+        finally:
+            store._task.cancel()  # its batching loop: LangGraph gives no public way to stop it
