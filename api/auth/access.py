@@ -85,7 +85,9 @@ class Access:
             )
             if applied:
                 return Scope(owner=None, flt=flt)
-        if action in READS and self.review_permission in user.permissions:
+        # Reviewers read every tenant's threads (their runs and approvals), not their assistants:
+        # reading an assistant is running it (api.assistant_access.for_run).
+        if action in READS and resource == "threads" and self.review_permission in user.permissions:
             return EVERYTHING
         return Scope(owner=user.identity)
 

@@ -19,17 +19,13 @@ from api.store.events import FENCED_EVENTS_CTE, EventRows
 from api.store.threads import state_columns
 from api.store.webhooks import OUTBOX_CTE, outbox_params
 
-_FINISH = (
-    "WITH"
-    + FENCED_EVENTS_CTE
-    + """
+_FINISHED = """
 finished AS (
     UPDATE runs SET status = %(status)s, error = %(error)s, lease_until = NULL,
         updated_at = now()
     WHERE run_id = %(run)s AND (SELECT true FROM fence)
-    RETURNING *),"""
-    + OUTBOX_CTE
-    + """
+    RETURNING {returning})"""
+_THREAD = """
 UPDATE threads SET
     status = CASE
         WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = %(thread)s AND run_id <> %(run)s
@@ -41,7 +37,12 @@ UPDATE threads SET
 WHERE thread_id = %(thread)s AND EXISTS (SELECT 1 FROM finished)
 RETURNING status
 """
+_FINISH = "WITH" + FENCED_EVENTS_CTE + _FINISHED.format(returning="run_id") + _THREAD
+_FINISH_HOOKED = (
+    "WITH" + FENCED_EVENTS_CTE + _FINISHED.format(returning="*") + "," + OUTBOX_CTE + _THREAD
 )
+"""With the outbox row of a run that has a webhook (``hook`` set): the whole run row goes
+into it."""
 
 
 async def finish(
@@ -71,5 +72,6 @@ async def finish(
         "thread": thread_id,
         "after": after,
     }
-    row = await (await conn.execute(_FINISH, params)).fetchone()
+    sql = _FINISH_HOOKED if hook is not None else _FINISH
+    row = await (await conn.execute(sql, params)).fetchone()
     return str(row["status"]) if row else None

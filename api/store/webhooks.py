@@ -19,9 +19,10 @@ from api.store.rows import storable
 OUTBOX_CTE = """
 hooked AS (
     INSERT INTO webhooks (run_id, url, run, outcome, run_started_at)
-    SELECT f.run_id, f.kwargs->>'webhook', to_jsonb(f), coalesce(%(hook)s::jsonb, '{}'),
-        coalesce((SELECT min(e.created_at) FROM run_events e
-                  WHERE e.run_id = f.run_id AND e.attempt = f.attempt), now())
+    SELECT f.run_id, f.kwargs->>'webhook', to_jsonb(f), %(hook)s::jsonb,
+        coalesce((SELECT e.created_at FROM run_events e
+                  WHERE e.run_id = f.run_id AND e.attempt = f.attempt
+                  ORDER BY e.seq LIMIT 1), now())
     FROM finished f
     WHERE coalesce(f.kwargs->>'webhook', '') <> ''
     ON CONFLICT (run_id) DO NOTHING)"""
