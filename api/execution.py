@@ -18,7 +18,6 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 
 from api.auth.user import User
-from api.commit_gate import gated
 from api.compaction import compact_thread
 from api.database import run_to_completion
 from api.db_health import is_database_fault
@@ -99,7 +98,6 @@ class Executor:
                 **await self._start(run),
                 **adapter.run_configurable(emitter),
                 **auth_config(kwargs.get("auth_user")),
-                **gated(run),  # started while its insert commits (api.commit_gate)
                 DELTA_CHANNELS_KEY: delta_channels(self.runtime.graphs[run["graph_id"]]),
                 **labels,
             },

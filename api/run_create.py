@@ -15,7 +15,6 @@ import orjson
 from api import assistant_access
 from api.assistant_config import RunAssistant
 from api.auth.context import caller
-from api.commit_gate import CommitGate
 from api.database import pipelined_transaction
 from api.errors import Conflict, NotFound
 from api.run_checks import (
@@ -29,8 +28,6 @@ from api.run_checks import (
 from api.run_events import end_event
 from api.schemas import RunCreate
 from api.store import assistants, audit, events, runs, threads
-from api.store.claim_sql import saved_nothing
-from api.store.run_insert import as_claimed
 
 if TYPE_CHECKING:
     from api.service import Service
@@ -84,23 +81,19 @@ async def create_run(
                 if cancelled := await _cancel(conn, run_id):
                     stopped.append(cancelled)
     reserved: tuple[str, float] | None = None
-    gate: CommitGate | None = None
     try:
         async with svc.pool.connection() as conn:
             # Pipelined: BEGIN goes with the lock (and the thread's read), and the inserts (the
             # thread's, if it creates one, and the run's) with the COMMIT (the run's row is read
             # after it): two round trips, and one more for each approval a run closes.
             async with pipelined_transaction(conn):
-                progress = None
                 if checked is None:
                     # A graph's default assistant: read with the thread, in the same round trip.
                     default = None
                     if not target.loaded:
                         key = uuid.UUID(target.assistant_id)
                         default = await assistants.send_get(conn, key)
-                    found, active, progress = await runs.lock_and_read_thread(
-                        conn, thread_id, progress=_may_start(svc)
-                    )
+                    found, active = await runs.lock_and_read_thread(conn, thread_id)
                     if default is not None:
                         target = assistant_access.loaded(target, await default.fetchone())
                     if found is not None:
@@ -169,7 +162,6 @@ async def create_run(
                     metadata=body.metadata,
                     multitask_strategy=body.multitask_strategy,
                     start=reserved,
-                    progress=progress,
                 )
                 for interrupt_id, closing in checked.superseded.items():
                     # A new message closes the pending approvals as rejected; the agent gives the
@@ -190,26 +182,8 @@ async def create_run(
                             f"Interrupt {interrupt_id} was already answered; a decision is applied "
                             f"once. GET /threads/{thread_id}/state shows what is pending now."
                         )
-                if reserved is not None and progress is not None and svc.workers is not None:
-                    # Its graph starts as the COMMIT goes out, and waits at the gate before it
-                    # writes or runs a node (api.commit_gate). The slot is the attempt's now.
-                    gate = CommitGate(inserted.run_id)
-                    claimed = as_claimed(
-                        inserted.run_id,
-                        thread_id=thread_id,
-                        assistant_id=target.assistant_id,
-                        graph_id=target.graph_id,
-                        kwargs=kwargs,
-                        metadata=body.metadata,
-                        multitask_strategy=body.multitask_strategy,
-                    )
-                    no_checkpoint = saved_nothing(progress)
-                    svc.workers.start_reserved(claimed, no_checkpoint=no_checkpoint, gate=gate)
-                    reserved = None
             run = await inserted.row()
     except BaseException as err:
-        if gate is not None:
-            gate.failed()  # the attempt stops there, writes nothing and gives its slot back
         if reserved is not None and svc.workers is not None:
             # Not committed, or not known to be (cancelled in the COMMIT): a committed run keeps
             # a lease nobody renews, and another claim takes it when that expires (attempt 2).
@@ -246,9 +220,6 @@ async def create_run(
             _tries=_tries + 1,
             _read_first=read_first,
         )
-    if gate is not None:
-        gate.committed()
-        return {**run, "status": "pending", "attempt": 0}
     if reserved is not None and svc.workers is not None:
         svc.workers.start_reserved(run, no_checkpoint=inserted.no_checkpoint)
         # Answered as queued, as LangGraph Server answers a new run (clients expect "pending");
@@ -257,12 +228,6 @@ async def create_run(
     # Wake this process's claim loop now rather than when the notification comes back.
     svc.hub.runs_changed.set()
     return run
-
-
-def _may_start(svc: Service) -> bool:
-    """Whether this process has a free slot to start a run at once (it may be gone by the
-    insert: then the run is queued)."""
-    return svc.workers is not None and not svc.workers.stopping and not svc.workers.slots.locked()
 
 
 async def _cancel(conn: Any, run_id: str) -> str | None:

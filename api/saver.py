@@ -27,7 +27,6 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.types import ERROR
 from psycopg import AsyncConnection
 
-from api.commit_gate import passed
 from api.database import Pool, run_to_completion
 from api.run_memory import NO_CHECKPOINT_KEY, HeldCheckpoint, LastWritten, NoCheckpointYet
 from api.step_statement import TaskWrite, WriteRow, checkpoint_rows, step_statement
@@ -121,7 +120,6 @@ class PooledSaver(AsyncPostgresSaver):
         writes = whole_task_writes(writes)
         if EVENTS_BARRIER_KEY not in configurable:
             return await super().aput_writes(config, writes, task_id, task_path)
-        await passed(configurable)  # a run still committing (api.commit_gate)
         # The stock saver's rows and statements, built here rather than in a thread: a task's
         # writes are the update its event carries, which the event log serializes here too.
         upsert = all(w[0] in WRITES_IDX_MAP for w in writes)
@@ -151,8 +149,6 @@ class PooledSaver(AsyncPostgresSaver):
         events = configurable.get(EVENTS_BARRIER_KEY)
         if events is None:
             return await super().aput(config, checkpoint, metadata, new_versions)
-        # A run still committing (api.commit_gate): LangGraph waits for this before a node runs.
-        await passed(configurable)
         thread_id = str(configurable["thread_id"])
         row, blobs, saved = checkpoint_rows(self, config, checkpoint, metadata, new_versions)
         held = self.held.get(thread_id)

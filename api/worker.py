@@ -18,7 +18,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.commit_gate import COMMIT_GATE_KEY, CommitGate, NotCommitted, committed, landed
 from api.db_health import is_database_fault, log_failure
 from api.ephemeral import sweep_loop
 from api.execution import Executor
@@ -116,16 +115,10 @@ class Workers:
     def unreserve(self) -> None:
         self.slots.release()
 
-    def start_reserved(
-        self, run: dict[str, Any], *, no_checkpoint: bool = False, gate: CommitGate | None = None
-    ) -> None:
+    def start_reserved(self, run: dict[str, Any], *, no_checkpoint: bool = False) -> None:
         """Execute a run committed as claimed by this worker (its first attempt) in the slot
-        :meth:`reserve` took; ``no_checkpoint``: its thread had none when it was committed.
-        With ``gate``, the run is still committing: the attempt waits at the gate before it
-        writes (``api.commit_gate``), and the slot is its own either way."""
+        :meth:`reserve` took; ``no_checkpoint``: its thread had none when it was committed."""
         started = {**run, "stalled_attempts": 0, "no_checkpoint": no_checkpoint}
-        if gate is not None:
-            started[COMMIT_GATE_KEY] = gate
         execution = self._launch(started, last_seq=0)
         if self.stopping:  # stopping began meanwhile: hand it back like the other runs
             self._stop(execution, "shutdown")
@@ -199,7 +192,7 @@ class Workers:
     async def _renew(self, lease: LeaseConnection) -> None:
         # Only runs held before the renewal started can be judged by it: a run claimed while
         # it was in flight is not in its result yet, and is not lost.
-        before = [(i, e) for i, e in self.active.items() if committed(e.run)]
+        before = list(self.active.items())
         try:
             held = await runs.renew(
                 await lease.get(),
@@ -255,8 +248,6 @@ class Workers:
             await self.executor.execute(execution.run, execution.last_seq)
         except asyncio.CancelledError:
             await self._after_stop(execution)
-        except NotCommitted:
-            logger.info("run %s: its transaction did not commit; stopped before any write", run_id)
         except LostRun:
             logger.warning("run %s was taken over by another worker", run_id)
         except Exception as err:
@@ -275,8 +266,6 @@ class Workers:
     async def _after_stop(self, execution: Execution) -> None:
         run = execution.run
         reason = execution.stop_reason
-        if not await landed(run):  # stopped (shutdown) while its insert was committing
-            return
         if reason == "cancel":
             async with self.pool.connection() as conn:
                 emitter = self.executor.emitter(run, await events.last_seq(conn, run["run_id"]))

@@ -35,7 +35,6 @@ from psycopg import AsyncConnection
 
 from api import metrics
 from api.adapters import PriorResult, ToolRecord
-from api.commit_gate import passed
 from api.database import Pool
 from api.hub import Hub
 from api.serde import dumps
@@ -106,7 +105,7 @@ class Emitter:
         self._shown = False
         """Whether an event emitted during a step was stored at once yet (``MID_STEP``)."""
         self.run: dict[str, Any] = {}
-        """The run, whose commit gate (``api.commit_gate``) every write waits at."""
+        """The run whose attempt writes (its end reads it)."""
 
     @classmethod
     def of_run(cls, pool: Pool, hub: Hub, run: dict[str, Any], seq: int = 0) -> Emitter:
@@ -155,7 +154,6 @@ class Emitter:
         streamed when the block exits. An error in the block before that puts them back in the
         queue, unstored; the fence's error comes out as :class:`LostRun`."""
         self._raise_failure()
-        await passed(self.run)
         async with self._writing:
             self._raise_failure()
             step = CheckpointEvents(self)
@@ -195,7 +193,6 @@ class Emitter:
         event, to store in a statement of its own (fenced: ``events.FENCED_EVENTS_CTE``), and
         no other batch is written meanwhile; call :meth:`wake` once that statement succeeded.
         Returns what ``store`` returns."""
-        await passed(self.run)
         async with self._writing:
             self._raise_failure()
             self.seq += 1
@@ -251,7 +248,6 @@ class Emitter:
     async def _flush_loop(self) -> None:
         """Stores what no checkpoint took along, batch by batch, while events are queued."""
         try:
-            await passed(self.run)
             while self._queued and self._failed is None:
                 async with self._writing:
                     if not self._queued or self._failed is not None:

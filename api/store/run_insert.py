@@ -3,10 +3,8 @@ will execute it) and marks its thread busy."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from psycopg import AsyncConnection, AsyncCursor
@@ -51,7 +49,6 @@ async def send_insert(
     multitask_strategy: str,
     graph_id: str | None = None,
     start: tuple[str, float] | None = None,
-    progress: str | None = None,
 ) -> Inserted:
     """Queue a run and mark its thread busy, its metadata naming the run's graph and assistant
     (``graph_id``, ``assistant_id``, as LangGraph Server does: clients such as agent-chat-ui
@@ -61,11 +58,10 @@ async def send_insert(
     ``start`` = ``(worker_id, lease seconds)``: the run is not queued but claimed at once by that
     worker, as its first attempt, exactly as :func:`claim` would take it (the thread has no other
     active run: the caller holds its lock and checked). No worker is notified, and the row says
-    whether the thread has a checkpoint yet (:attr:`Inserted.no_checkpoint`); ``progress``:
-    the thread's progress mark, when the caller read it under the thread's lock."""
+    whether the thread has a checkpoint yet (:attr:`Inserted.no_checkpoint`)."""
     claimed = (
         ", 'running', 1, %(worker)s, now() + make_interval(secs => %(lease)s), "
-        + ("%(progress)s" if progress is not None else progress_mark("%(thread)s"))
+        + progress_mark("%(thread)s")
         if start
         else ""
     )
@@ -96,38 +92,6 @@ async def send_insert(
             "channel": RUNS_CHANNEL,
             "worker": start[0] if start else None,
             "lease": start[1] if start else None,
-            "progress": progress,
         },
     )
     return Inserted(str(run_id), cur)
-
-
-def as_claimed(
-    run_id: str,
-    *,
-    thread_id: str,
-    assistant_id: str,
-    kwargs: dict[str, Any],
-    metadata: dict[str, Any],
-    multitask_strategy: str,
-    graph_id: str,
-) -> dict[str, Any]:
-    """The row (as ``run_out`` gives it) that :func:`send_insert` with ``start`` returns, built
-    before it is read: claimed, first attempt; ``kwargs`` as read back from JSON."""
-    now = datetime.now(UTC)  # the claim delay of a run started at once: none
-    return run_out(
-        {
-            "run_id": run_id,
-            "thread_id": thread_id,
-            "assistant_id": assistant_id,
-            "graph_id": graph_id,
-            "created_at": now,
-            "updated_at": now,
-            "status": "running",
-            "metadata": metadata,
-            "multitask_strategy": multitask_strategy,
-            "kwargs": json.loads(json.dumps(kwargs)),
-            "attempt": 1,
-            "error": None,
-        }
-    )

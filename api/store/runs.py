@@ -30,13 +30,12 @@ async def lock_thread(conn: AsyncConnection[Any], thread_id: str) -> list[dict[s
 
 
 async def lock_and_read_thread(
-    conn: AsyncConnection[Any], thread_id: str, *, progress: bool = False
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None, str | None]:
+    conn: AsyncConnection[Any], thread_id: str
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
     """:func:`lock_thread`, and the thread as ``threads.get`` reads it (None: no such thread),
-    in the same round trip; with ``progress``, the progress mark of its id too (``claim_sql``),
-    also when no such thread exists yet (a run that creates it starts from that mark)."""
-    row, active, mark = await _lock(conn, thread_id, f"t.*, {threads.LAST_RUN}", progress=progress)
-    return (thread_out(row) if row is not None else None), active, mark
+    in the same round trip."""
+    row, active = await _lock(conn, thread_id, f"t.*, {threads.LAST_RUN}")
+    return (thread_out(row) if row is not None else None), active
 
 
 ACTIVE = (
@@ -46,25 +45,22 @@ ACTIVE = (
 )
 """The thread id's active runs, oldest first, as one JSON array: one row even when there is no
 such thread."""
-MARK = f", {progress_mark('%(thread)s')} AS progress"
-"""With :data:`ACTIVE`: the progress mark of the thread id (``claim_sql``)."""
 
 
 async def _lock(
-    conn: AsyncConnection[Any], thread_id: str, columns: str, *, progress: bool = False
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None, str | None]:
+    conn: AsyncConnection[Any], thread_id: str, columns: str
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
     locked = await conn.execute(
         f"SELECT {columns} FROM threads t WHERE t.thread_id = %s FOR UPDATE OF t", (thread_id,)
     )
     # After the lock, in a statement of its own: what it reads is as of the lock's grant.
-    after = await conn.execute(ACTIVE + (MARK if progress else ""), {"thread": thread_id})
+    after = await conn.execute(ACTIVE, {"thread": thread_id})
     row = await locked.fetchone()
     read = await after.fetchone()
     assert read is not None
-    mark = read.get("progress")
     if row is None:
-        return None, None, mark
-    return row, [{"run_id": r["run_id"], "status": r["status"]} for r in read["active"]], mark
+        return None, None
+    return row, [{"run_id": r["run_id"], "status": r["status"]} for r in read["active"]]
 
 
 async def get(conn: AsyncConnection[Any], thread_id: str, run_id: str) -> dict[str, Any] | None:
