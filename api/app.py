@@ -18,18 +18,14 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
 
-from api import custom_app, errors, mcp_runs, thread_ttl
 from api.auth.access import access_from
-from api.auth.guard import PUBLIC, Guard
 from api.builtin_agent import mcp_server
 from api.builtin_agent import routes as agent_routes
-from api.http_config import read_http
-from api.json_body import MAX_JSON_DEPTH
-from api.lifecycle import open_service
-from api.limits import BodyLimit
-from api.metrics import ServiceMetrics
-from api.project import prepare_project
-from api.routes import (
+from api.http import custom_app, error_responses, mcp_runs
+from api.http.auth_guard import PUBLIC, Guard
+from api.http.body_limit import BodyLimit
+from api.http.json_body import MAX_JSON_DEPTH
+from api.http.routes import (
     approvals,
     assistants,
     metrics,
@@ -40,16 +36,21 @@ from api.routes import (
     thread_state,
     threads,
 )
-from api.routes import crons as crons_routes
-from api.routes import store as store_routes
-from api.settings import Settings
-from api.validation import (
+from api.http.routes import crons as crons_routes
+from api.http.routes import store as store_routes
+from api.http.service_metrics import ServiceMetrics
+from api.lifecycle import open_service
+from api.platform.settings import Settings
+from api.platform.validation import (
     MAX_ID_LENGTH,
     MAX_WORKSPACE_PATH,
     METADATA_MAX_BYTES,
     METADATA_MAX_DEPTH,
     THREAD_ID_RULE,
 )
+from api.project.environment import prepare_project
+from api.project.http_config import read_http
+from api.runs import thread_ttl
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +153,7 @@ def create_app(settings: Settings) -> FastAPI:
     A ``langgraph.json`` project that cannot be set up or imported raises ``GraphConfigError``."""
     if settings.config:
         prepare_project(settings.config)  # its env and code, before its auth or graphs import
-    http = read_http(settings.config)  # its "http" (api.http_config), then its app, if any
+    http = read_http(settings.config)  # its "http" (api.project.http_config), then its app, if any
     project_app = custom_app.load_app(settings.config, http)
     ttl = thread_ttl.read_ttl(settings.config, settings.ttl_sweep_seconds)
     access = access_from(settings)
@@ -184,9 +185,9 @@ def create_app(settings: Settings) -> FastAPI:
         description=API_RULES,
         lifespan=lifespan,
     )
-    errors.install(app)
+    error_responses.install(app)
     app.openapi = _openapi(app, access.enabled)  # type: ignore[method-assign]
-    app.include_router(crons_routes.router)  # schedules (api.scheduler), before /runs/{id}
+    app.include_router(crons_routes.router)  # schedules (api.runs.scheduler), before /runs/{id}
     for module in (
         system,
         metrics,  # /metrics, guarded like every route but /ok
@@ -200,7 +201,7 @@ def create_app(settings: Settings) -> FastAPI:
     ):
         app.include_router(module.router)
     app.include_router(thread_state.router)  # count, state at a checkpoint, update, copy
-    app.include_router(store_routes.router)  # long-term memory (api.memory)
+    app.include_router(store_routes.router)  # long-term memory (api.runs.memory)
 
     # MCP over Streamable HTTP (plain ASGI routes: outside the OpenAPI document).
     app.router.routes += [
@@ -233,7 +234,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(CORSMiddleware, **cors)
     custom_app.add_middleware(app, project_routes, http)  # outermost, or inside the guard
     app.state.access = access
-    app.state.metrics = ServiceMetrics()  # a registry of this app's own (api.metrics)
+    app.state.metrics = ServiceMetrics()  # a registry of this app's own (api.platform.metrics)
     return app
 
 

@@ -1,5 +1,5 @@
 """The one place the service's long-lived parts start and stop: runtime (database, pool,
-checkpointer, graphs), the hub, the workers, then the :class:`~api.service.Service`; stopped in
+checkpointer, graphs), the hub, the workers, then the :class:`~api.runs.service.Service`; stopped in
 reverse order, also when a later part fails to start. The app's lifespan and the tests use it.
 """
 
@@ -8,17 +8,28 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from api.assistant_service import ensure_defaults
 from api.auth.access import Access
 from api.builtin_agent import BUILTIN_ASSISTANT
-from api.graphs import load_graphs
-from api.hub import Hub
-from api.runtime import Runtime, open_runtime
-from api.scheduler import Scheduler
-from api.service import Service
-from api.settings import Settings
-from api.webhooks import WebhookDelivery
-from api.worker import Workers
+from api.builtin_agent.wiring import open_agent
+from api.durable.hub import Hub
+from api.engine.runtime import Runtime, open_runtime
+from api.engine.webhooks import WebhookDelivery
+from api.engine.worker import Workers
+from api.platform.settings import Settings
+from api.project.graphs import load_graphs
+from api.runs.assistant_service import ensure_defaults
+from api.runs.scheduler import Scheduler
+from api.runs.service import Service
+
+
+@asynccontextmanager
+async def open_serving_runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    """The runtime (``api.engine.runtime``) serving the built-in agent, the default graph."""
+    async with open_runtime(settings) as runtime:
+        graph, adapter = await open_agent(settings, runtime.saver, runtime.store)
+        runtime.serve(BUILTIN_ASSISTANT, graph, adapter)
+        runtime.default_graph = BUILTIN_ASSISTANT
+        yield runtime
 
 
 async def add_config_graphs(runtime: Runtime, settings: Settings) -> None:
@@ -49,7 +60,7 @@ async def open_service(
     sent; ``webhooks`` False: none is accepted or sent."""
     async with AsyncExitStack() as stack:
         if runtime is None:
-            runtime = await stack.enter_async_context(open_runtime(settings))
+            runtime = await stack.enter_async_context(open_serving_runtime(settings))
             await add_config_graphs(runtime, settings)
         await ensure_defaults(runtime)  # each served graph's default assistant
         hub = Hub(runtime.database.url, on_lost=runtime.pool.health.fault)

@@ -16,10 +16,10 @@ import uvicorn
 from fastapi import FastAPI
 
 from api.app import create_app
-from api.graphs import GraphConfigError
-from api.logs import configure_logging, uvicorn_log_config
-from api.settings import Settings
-from api.stream_limits import expose_transport
+from api.http.stream_limits import expose_transport
+from api.platform.logs import configure_logging, uvicorn_log_config
+from api.platform.settings import Settings
+from api.project.graphs import GraphConfigError
 
 
 def serve(
@@ -38,7 +38,8 @@ def serve(
         settings = settings.model_copy(update={"host": host})
     # uvicorn shuts down on SIGTERM, puts back the handler it found and raises the signal again.
     # With the default one the process would die there, before its exit handlers (``atexit``)
-    # run, and the embedded PostgreSQL (``api.embedded``) would count it as a user forever. This
+    # run, and the embedded PostgreSQL (``api.platform.embedded``) would count it as a user
+    # forever. This
     # one makes that a normal exit, as Ctrl-C's KeyboardInterrupt is: status 0, handlers run.
     previous = signal.signal(signal.SIGTERM, _exit_normally)
     try:
@@ -46,7 +47,7 @@ def serve(
         app = app_or_exit(settings)
         check_exposure(settings, app.state.access.enabled)
         uvicorn.run(
-            expose_transport(app),  # for dropping a client that stopped reading (api.sse)
+            expose_transport(app),  # for dropping a client that stopped reading (api.http.sse)
             host=settings.host,
             port=port if port is not None else settings.port,
             log_level=settings.log_level,

@@ -10,7 +10,8 @@ fresh database per variant:
   stores a snapshot every ``snapshot_frequency`` updates and otherwise only the writes;
 - ``prune``: the baseline, compacted with ``AsyncPostgresSaver.aprune(strategy="keep_latest")``
   at every measuring point (``aprune`` refuses threads with a ``DeltaChannel``);
-- ``compact``: the agent as it is, compacted with :func:`api.compaction.compact_thread` (what
+- ``compact``: the agent as it is, compacted with :func:`api.durable.compaction.compact_thread`
+(what
   ``THREADLINE_CHECKPOINT_RETENTION=latest`` does after each run, and ``POST /threads/prune``
   with ``keep_latest``) at every measuring point: the ``DeltaChannel`` is snapshotted at the
   latest checkpoint, then the older ones go.
@@ -18,7 +19,7 @@ fresh database per variant:
 Every ``every`` steps the model, before it answers, measures: the thread's rows in
 ``checkpoints``, ``checkpoint_blobs`` and ``checkpoint_writes`` (sum of ``pg_column_size``: bytes
 as stored, TOAST-compressed), the three tables' ``pg_total_relation_size`` (indexes and page
-overhead included), and the JSON of the messages it was given (``api.serde.dumps``, as the
+overhead included), and the JSON of the messages it was given (``api.platform.serde.dumps``, as the
 service sends them). At that moment the previous step's checkpoint is committed
 (``durability="sync"``) and the current step has written nothing yet, so the numbers are exact.
 
@@ -51,11 +52,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 
 from api.builtin_agent.wiring import agent_tools
-from api.compaction import compact_thread
-from api.database import open_pool, prepare_schema
-from api.runtime import saver_concurrency
-from api.saver import PooledSaver
-from api.serde import dumps
+from api.durable.compaction import compact_thread
+from api.durable.saver import PooledSaver
+from api.engine.runtime import saver_concurrency
+from api.platform.database import open_pool, prepare_schema
+from api.platform.serde import dumps
 
 TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 PATHS = (".", "./", "./.")
@@ -264,7 +265,7 @@ async def run_variant(
     """One thread of ``steps`` agent steps under ``variant``; measurements every ``every``."""
     from agent import ApprovalPolicy, build_graph
     from agent.limits import Limits
-    from api.settings import Settings
+    from api.platform.settings import Settings
 
     settings = Settings(database_url=url, data_dir=data_dir, pool_max_size=4)
     thread_id = str(uuid.uuid4())

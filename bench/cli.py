@@ -15,7 +15,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from api.settings import Settings
+from api.platform.settings import Settings
 from bench import direct, pg, report, service, throughput, workloads
 from bench.lgdev import find as find_langgraph
 from bench.lgdev import version_of

@@ -13,10 +13,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from api.builtin_agent.wiring import build_agent
-from api.database import open_pool, prepare_schema
-from api.runtime import saver_concurrency
-from api.saver import PooledSaver
-from api.settings import Settings
+from api.durable.saver import PooledSaver
+from api.engine.runtime import saver_concurrency
+from api.platform.database import open_pool, prepare_schema
+from api.platform.settings import Settings
 from bench import nowork
 from bench.measure import PgSampler, ProcSampler, RunResult, drive, summarize
 from bench.workloads import Workload, make, task_input

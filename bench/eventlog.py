@@ -9,7 +9,8 @@ notifications are delivered, not just queued. Variants, each on a run of its own
 - ``insert+notify``: the insert and ``pg_notify`` in one statement, no fence;
 - ``fenced``: the insert guarded by the run's attempt and status (``WHERE EXISTS``), no notify;
 - ``append``: ``api.store.events.append`` itself (fenced insert + notify);
-- ``emit``: ``append`` on a connection taken from an ``api.database`` pool per event, as the
+- ``emit``: ``append`` on a connection taken from an ``api.platform.database`` pool per event, as
+the
   worker's ``Emitter.emit`` does (pool checkout and return included).
 
 The variants run interleaved in several short rounds; each reports the median over rounds of the
@@ -29,8 +30,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from api.database import connection_kwargs, migrate, open_pool
-from api.serde import dumps
+from api.platform.database import connection_kwargs, migrate, open_pool
+from api.platform.serde import dumps
 from api.store import events
 
 VARIANTS = ("insert", "insert+notify", "fenced", "append", "emit")

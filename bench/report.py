@@ -396,8 +396,8 @@ def checkpoints_markdown(c: dict[str, Any], result: dict[str, Any]) -> str:
             ]
         how = {
             "prune": '`aprune([thread], strategy="keep_latest")`',
-            "compact": "`api.compaction.compact_thread` (snapshot the `DeltaChannel`, keep the "
-            "latest checkpoint)",
+            "compact": "`api.durable.compaction.compact_thread` (snapshot the `DeltaChannel`, "
+            "keep the latest checkpoint)",
         }
         for name, call in how.items():
             found = block["variants"].get(name) or {}

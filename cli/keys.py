@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from api.auth import keys
-from api.database import open_pool, prepare_schema, resolve_database
-from api.saver import PooledSaver
-from api.settings import Settings
+from api.durable.saver import PooledSaver
+from api.platform.database import open_pool, prepare_schema, resolve_database
+from api.platform.settings import Settings
 from api.store import keys as store
 
 

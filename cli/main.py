@@ -16,7 +16,7 @@ from pydantic import AliasChoices, ValidationError
 from pydantic_settings.exceptions import SettingsError
 
 from agent.tasks import CATALOG, get_task
-from api.settings import Settings
+from api.platform.settings import Settings
 from cli import terminal
 from cli.terminal import ServerBackend, find_server
 

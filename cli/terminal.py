@@ -19,7 +19,7 @@ import httpx
 
 from agent.approval import approval_calls, parse_decisions
 from api.builtin_agent import BUILTIN_ASSISTANT
-from api.serde import to_jsonable
+from api.platform.serde import to_jsonable
 from cli.console import TextStream, render_custom, render_update
 
 MODES = ["updates", "custom", "messages-tuple"]

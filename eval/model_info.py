@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from pydantic import TypeAdapter
 
 from agent.models.openai_model import TEMPERATURE
-from api.settings import Settings
+from api.platform.settings import Settings
 
 MODEL_SETTINGS = {
     "openai_timeout": "timeout",

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from api.embedded import start_embedded
-from api.runtime import Runtime, open_runtime
-from api.settings import Settings
+from api.engine.runtime import Runtime
+from api.lifecycle import open_serving_runtime
+from api.platform.embedded import start_embedded
+from api.platform.settings import Settings
 from tests.utils.db import TEST_DATABASE_ENV, create_database, drop_database, embedded_data_dir
 
 LEAKY_ENV = ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL")
@@ -76,5 +77,5 @@ def settings(database_url: str, tmp_path: Path, clean_env: None) -> Settings:
 @pytest.fixture
 async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
     """An open runtime (pool, migrated schema, checkpointer, the built-in graph)."""
-    async with open_runtime(settings) as rt:
+    async with open_serving_runtime(settings) as rt:
         yield rt

@@ -22,9 +22,9 @@ from typing import Any, Literal
 from langgraph_sdk import Auth
 
 from api.auth import custom
-from api.auth.filters import Filter, matches, to_sql
 from api.auth.user import NOBODY, User
-from api.errors import Forbidden
+from api.platform.errors import Forbidden
+from api.store.filters import Filter, matches, to_sql
 
 Mode = Literal["none", "keys", "custom"]
 READS = frozenset({"read", "search"})
@@ -86,7 +86,7 @@ class Access:
             if applied:
                 return Scope(owner=None, flt=flt)
         # Reviewers read every tenant's threads (their runs and approvals), not their assistants:
-        # reading an assistant is running it (api.assistant_access.for_run).
+        # reading an assistant is running it (api.runs.assistant_access.for_run).
         if action in READS and resource == "threads" and self.review_permission in user.permissions:
             return EVERYTHING
         return Scope(owner=user.identity)

@@ -24,10 +24,10 @@ from langgraph_sdk.auth.exceptions import HTTPException as AuthHTTPException
 from langgraph_sdk.auth.types import AuthContext
 from starlette.requests import Request
 
-from api.auth.filters import Filter
 from api.auth.user import Unauthorized, User
-from api.errors import ApiError, Forbidden
-from api.graphs import GraphConfigError, load_attr
+from api.platform.errors import ApiError, Forbidden
+from api.project.graphs import GraphConfigError, load_attr
+from api.store.filters import Filter
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.errors import ApiError
+from api.platform.errors import ApiError
 
 
 class Unauthorized(ApiError):

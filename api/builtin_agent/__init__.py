@@ -7,7 +7,7 @@
 - ``routes``: its HTTP routes (the thread's workspace, ``/tasks``).
 
 The rest of ``api/`` serves any LangGraph graph and imports nothing from ``agent/``
-(``tests/test_structure.py`` checks it). Kept import-free so ``api.settings`` can use
+(``tests/test_structure.py`` checks it). Kept import-free so ``api.platform.settings`` can use
 ``api.builtin_agent.rules`` without loading the agent.
 """
 

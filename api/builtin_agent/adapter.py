@@ -21,9 +21,10 @@ from agent.tasks import TaskCatalog
 from agent.tools import Sandbox, ToolSpec, workspace_dir
 from agent.tools.mcp import McpServerStatus
 from agent.tools.mcp_journal import journal_dir
-from api.adapters import GraphAdapter, RunHooks, RunRequest, ToolRecord
 from api.builtin_agent import checks
-from api.settings import Settings
+from api.platform.settings import Settings
+from api.project.adapters import GraphAdapter, RunHooks, RunRequest
+from api.store.audit import ToolRecord
 
 
 @dataclass

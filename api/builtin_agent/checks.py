@@ -19,7 +19,7 @@ from agent.tasks import TaskCatalog
 from agent.tasks.catalog import chat_task
 from agent.tools import ToolSpec
 from agent.tools.base import describe_validation_error
-from api.errors import Forbidden, Invalid
+from api.platform.errors import Forbidden, Invalid
 
 INPUT_KEYS = ("messages", "task", "call")
 CALL_KEYS = ("name", "args", "id")

@@ -1,5 +1,5 @@
 """``/threads/{thread_id}/mcp``: the built-in agent's tool layer as an MCP server over the
-thread's workspace (plumbing, and ``/mcp`` for assistants, in ``api.mcp_runs``).
+thread's workspace (plumbing, and ``/mcp`` for assistants, in ``api.http.mcp_runs``).
 
 The tools are the adapter's own :class:`~agent.tools.ToolSpec` objects, the ones the agent calls:
 the same argument schemas (``inputSchema``), path checks, sandbox and program allow-list. Each
@@ -38,14 +38,14 @@ from mcp.server.lowlevel import Server
 from starlette.types import Scope
 
 from agent.tools import ToolContext, ToolSpec, ensure_workspace, execute_tool
-from api.adapters import ToolRecord
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.builtin_agent.adapter import BuiltinAgent
-from api.errors import ApiError
-from api.mcp_runs import Context, acting_as, error, result
-from api.schemas import RunCreate
-from api.service import Service
+from api.contract.runs import RunCreate
+from api.http.mcp_runs import Context, acting_as, error, result
+from api.platform.errors import ApiError
+from api.runs.service import Service
 from api.store import audit
+from api.store.audit import ToolRecord
 
 VIA = "mcp"
 WAIT_SECONDS = 120.0

@@ -17,10 +17,12 @@ from agent.tools import WorkspacePathError, list_tree, resolve_inside, workspace
 from agent.tools.workspace import open_inside
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.builtin_agent.adapter import BuiltinAgent
-from api.deps import ServiceDep
-from api.errors import Invalid, NotFound, responses
-from api.thread_schemas import WorkspaceListing
-from api.validation import MAX_WORKSPACE_PATH, CheckedRoute, ThreadId
+from api.contract.threads import WorkspaceListing
+from api.http.checked_route import CheckedRoute, ThreadId
+from api.http.deps import ServiceDep
+from api.http.error_responses import responses
+from api.platform.errors import Invalid, NotFound
+from api.platform.validation import MAX_WORKSPACE_PATH
 
 router = APIRouter(tags=["workspace"], route_class=CheckedRoute)
 

@@ -21,9 +21,9 @@ from agent.tools.command import DEFAULT_ALLOWED_PROGRAMS
 from agent.tools.mcp import McpServerStatus, discover_tools
 from agent.tools.mcp_config import McpServerConfig, parse_mcp_servers
 from api.builtin_agent.adapter import BuiltinAgent
-from api.graphs import GraphConfigError
-from api.saver import PooledSaver
-from api.settings import Settings
+from api.durable.saver import PooledSaver
+from api.platform.settings import Settings
+from api.project.graphs import GraphConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Assistants and their versions: rows, the versions an update adds, the defaults of the served
-graphs. Who may see which is the caller's :class:`Visible` (``api.assistant_access``)."""
+graphs. Who may see which is the caller's :class:`Visible` (``api.runs.assistant_access``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg.types.json import Jsonb
 
-from api.auth.filters import Filter, matches, to_sql
+from api.store.filters import Filter, matches, to_sql
 from api.store.rows import iso
 
 VALUES = ("graph_id", "name", "description", "config", "context", "metadata")

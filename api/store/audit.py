@@ -3,13 +3,39 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from api.adapters import PriorResult, ToolRecord
 from api.store.rows import storable
+
+
+@dataclass(frozen=True)
+class ToolRecord:
+    """One executed tool call, as the audit log stores it."""
+
+    tool: str
+    tool_call_id: str
+    args: Any
+    ok: bool
+    duration: float
+    output: str
+    """What the log shows (the first 500 characters are kept)."""
+    result: str | None
+    """The whole (capped) result: a re-run of the call after a crash returns it."""
+    actor: str = "agent"
+    """Whom the log names: the agent, or the caller who asked for the call directly."""
+
+
+@dataclass(frozen=True)
+class PriorResult:
+    """The recorded result of a call that already executed."""
+
+    ok: bool
+    content: str
+    duration: float
 
 
 async def record_decision(

@@ -38,14 +38,14 @@ FENCED_EVENTS_CTE = (
     f"{_INSERT},\nfence AS (\n    SELECT threadline_fence(c.n, %(expected)s, %(run)s),{_COUNTED}),"
 )
 """The same insert as ``WITH`` clauses, for a statement of the caller's (a step's,
-``api.step_statement``; a run's end, ``api.store.run_end``): its ``fence`` fails the whole
+``api.store.step_statement``; a run's end, ``api.store.run_end``): its ``fence`` fails the whole
 statement when the attempt does not hold the run."""
 
 
 @dataclass
 class EventRows:
     """A batch of one attempt's events, to be stored by a statement of the caller's (a step's
-    checkpoint, ``api.step_statement``; its end, ``api.store.run_end``), fenced by
+    checkpoint, ``api.store.step_statement``; its end, ``api.store.run_end``), fenced by
     :data:`FENCED_EVENTS_CTE`."""
 
     run_id: str
@@ -53,9 +53,9 @@ class EventRows:
     batch: list[tuple[int, str, str]]
     notify: bool = True
     """Whether the batch's commit notifies: only another process's streams need it (this
-    process's get the batch from memory, ``api.hub.Hub.publish``). A notifying commit takes
+    process's get the batch from memory, ``api.durable.hub.Hub.publish``). A notifying commit takes
     PostgreSQL's one lock on the notification queue and holds it through the commit's flush, so
-    concurrent runs' steps would wait for each other there (``api.hub.Hub.peers``)."""
+    concurrent runs' steps would wait for each other there (``api.durable.hub.Hub.peers``)."""
 
     def params(self) -> dict[str, Any]:
         """``run``, ``attempt``, ``expected``, ``channel``, ``notify`` and ``events``: a JSON

@@ -61,7 +61,7 @@ async def finish(
     nothing changes), end the run with ``status``, and set its thread's status (``after``, or
     busy while another run is active) and values; returns the thread's new status (None: no
     such thread). A run with a webhook gets its outbox row, with ``hook`` (its values and
-    error, ``api.webhook_payload``)."""
+    error, ``api.engine.webhook_payload``)."""
     params = {
         **events.params(),
         **state_columns(values, interrupts),

@@ -1,4 +1,4 @@
-"""What ``/metrics`` reads of the run queue at scrape time (``api.metrics``)."""
+"""What ``/metrics`` reads of the run queue at scrape time (``api.platform.metrics``)."""
 
 from __future__ import annotations
 

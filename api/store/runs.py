@@ -100,7 +100,8 @@ async def claim(
     Each run also says ``stalled_attempts``: how many attempts in a row before this one ended
     without saving anything (see :func:`progress_mark`), and ``no_checkpoint``: it is the run's
     first attempt and its thread had no checkpoint when it was claimed (the mark, read in the
-    claim's statement), as a run committed as claimed says (``api.run_memory.NoCheckpointYet``).
+    claim's statement), as a run committed as claimed says
+    (``api.durable.run_memory.NoCheckpointYet``).
     A later attempt reads the thread: the one before may have saved meanwhile."""
     cur = await conn.execute(
         CLAIM,

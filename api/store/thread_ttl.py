@@ -1,4 +1,4 @@
-"""Threads past their time-to-live (``api.thread_ttl``): taken under their row locks, deleted
+"""Threads past their time-to-live (``api.runs.thread_ttl``): taken under their row locks, deleted
 or marked pruned in the taker's transaction."""
 
 from __future__ import annotations

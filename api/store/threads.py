@@ -8,10 +8,10 @@ from psycopg import AsyncConnection
 from psycopg.errors import UniqueViolation
 from psycopg.types.json import Jsonb
 
-from api.serde import to_jsonable
+from api.platform.serde import to_jsonable
+from api.platform.validation import check_metadata
 from api.store import thread_ttl
 from api.store.rows import storable, thread_out
-from api.validation import check_metadata
 
 LAST_RUN = """
     (SELECT jsonb_build_object('run_id', r.run_id, 'status', r.status, 'attempt', r.attempt,
@@ -28,7 +28,7 @@ _default_ttl: TTL | None = None
 def use_default_ttl(ttl: TTL | None) -> None:
     """The TTL a new thread gets when its request names none (every way a thread is made: a
     create, a copy, a run or a schedule that makes one): the project's ``checkpointer.ttl``,
-    set at start-up (``api.thread_ttl``)."""
+    set at start-up (``api.runs.thread_ttl``)."""
     global _default_ttl
     _default_ttl = ttl
 
@@ -91,7 +91,7 @@ async def patch(
 ) -> dict[str, Any] | None:
     """Merge ``metadata`` into the thread's (top-level keys replace), set its ``ttl`` (counting
     from now) if given; None when there is no such thread. Raises ValueError, and changes
-    nothing, when the merged metadata would be over the limits (``api.validation``)."""
+    nothing, when the merged metadata would be over the limits (``api.platform.validation``)."""
     async with conn.transaction():
         cur = await conn.execute(
             "SELECT metadata FROM threads WHERE thread_id = %s FOR UPDATE", (thread_id,)

@@ -1,4 +1,4 @@
-"""SQL of the exact-scan semantic index (:mod:`api.exact_scan`): the vectors of the store's
+"""SQL of the exact-scan semantic index (:mod:`api.durable.exact_scan`): the vectors of the store's
 items in ``threadline_store_vectors`` (migration 0011), one row per embedded field as in
 LangGraph's ``store_vectors``, beside LangGraph's own ``store`` table (its items, TTLs).
 

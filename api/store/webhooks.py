@@ -1,5 +1,5 @@
 """The webhook outbox (``webhooks``, migration 0010): the row a run's end adds in the statement
-that ends it, and what each replica's delivery loop (``api.webhooks``) does with the rows.
+that ends it, and what each replica's delivery loop (``api.engine.webhooks``) does with the rows.
 
 A delivery holds its row by a lease: :func:`claim` counts the attempt and leases the row in one
 statement (rows another replica is claiming are skipped, ``FOR UPDATE SKIP LOCKED``; rows it
@@ -32,7 +32,8 @@ its end. Its start is its attempt's first stored event (``now()``: all in this s
 
 
 def outbox_params(outcome: dict[str, Any] | None) -> dict[str, Any]:
-    """``hook``: what the run's end adds to its webhook's payload (``api.webhook_payload``)."""
+    """``hook``: what the run's end adds to its webhook's payload
+    (``api.engine.webhook_payload``)."""
     return {"hook": Jsonb(storable(outcome)) if outcome is not None else None}
 
 

@@ -41,8 +41,8 @@ from agent.models import OfflineChatModel
 from agent.models.openai_model import openai_chat_model
 from agent.tasks.base import MARKER
 from agent.tools import Sandbox, ToolSpec, command_tool, default_tools, workspace_dir
-from api.runtime import Runtime
-from api.settings import Settings
+from api.engine.runtime import Runtime
+from api.platform.settings import Settings
 from tests.agent.test_graph import make_config, stream
 from tests.utils.fake_openai import FakeOpenAIServer, ReplyLike, ToolCall
 from tests.utils.scripted_model import ScriptedChatModel, call, calls

@@ -28,8 +28,8 @@ from agent.models import NOT_CONFIGURED, OfflineChatModel
 from agent.tools import ToolContext, ToolSpec, default_tools, workspace_dir
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.builtin_agent.wiring import build_agent
-from api.runtime import Runtime
-from api.settings import Settings
+from api.engine.runtime import Runtime
+from api.platform.settings import Settings
 from tests.utils.graphs import scripted_graph
 from tests.utils.scripted_model import ScriptedChatModel, call, calls
 from tests.utils.tasks import counter, greet

@@ -22,7 +22,7 @@ from agent.tasks import CATALOG
 from agent.tools import run_program
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.builtin_agent.wiring import build_agent
-from api.runtime import Runtime
+from api.engine.runtime import Runtime
 
 FEEDBACK_LOOP = {"changelog", "fix_median"}
 """Tasks whose offline plan fails the check once and fixes it after the verify feedback."""

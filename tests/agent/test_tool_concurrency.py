@@ -28,8 +28,8 @@ from agent import ApprovalPolicy, Limits
 from agent.concurrency import ToolTurns
 from agent.state import ToolTask
 from agent.tools import ToolContext, ToolSpec, default_tools
-from api.runtime import Runtime
-from api.settings import Settings
+from api.engine.runtime import Runtime
+from api.platform.settings import Settings
 from tests.agent.test_graph import AUTO, ask, make_config, stream, tool_messages, workspace
 from tests.utils.graphs import scripted_graph
 from tests.utils.scripted_model import ScriptedChatModel, call, calls

@@ -1,4 +1,5 @@
-"""The seam between the run server and the graphs it serves (``api.adapters``): a graph from a
+"""The seam between the run server and the graphs it serves (``api.project.adapters``): a graph
+from a
 ``langgraph.json`` runs, interrupts and resumes with no built-in-agent code in its path."""
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from api.adapters import DEFAULT
 from api.builtin_agent.adapter import BuiltinAgent
+from api.contract.runs import CommandBody, RunCreate
 from api.lifecycle import open_service
-from api.schemas import CommandBody, RunCreate
+from api.project.adapters import DEFAULT
 from api.store import events
 
 
@@ -81,7 +82,7 @@ async def test_a_forked_run_starts_at_its_checkpoint_and_a_later_attempt_continu
 ) -> None:
     """A run with ``checkpoint`` starts there; once it saved a checkpoint of its own, another
     attempt (a takeover) continues from that one instead of forking again."""
-    from api.execution import Executor
+    from api.engine.execution import Executor
 
     runtime.graphs["plain"] = plain_graph().compile(checkpointer=runtime.saver)
     thread_id = str(uuid.uuid4())

@@ -1,4 +1,5 @@
-"""Stored, versioned assistants, as LangGraph Server has them (``api.assistant_service``), driven
+"""Stored, versioned assistants, as LangGraph Server has them (``api.runs.assistant_service``),
+driven
 by the official SDK against a real server of a one-file project whose graph echoes what its run
 sees: ``config["configurable"]`` and ``runtime.context``.
 
@@ -22,13 +23,13 @@ import httpx
 import pytest
 from langgraph_sdk.errors import NotFoundError
 
-from api import assistant_service
-from api.assistant_config import default_assistant_id
-from api.assistant_schemas import AssistantVersionsSearch
-from api.errors import NotFound
+from api.contract.assistants import AssistantVersionsSearch
+from api.contract.runs import RunCreate
 from api.lifecycle import open_service
-from api.schemas import RunCreate
-from api.settings import Settings
+from api.platform.errors import NotFound
+from api.platform.settings import Settings
+from api.runs import assistant_service
+from api.runs.assistant_config import default_assistant_id
 from api.store import threads
 from eval.harness import ServerProcess, serving
 from tests.api.conftest import FAST
@@ -556,7 +557,7 @@ async def test_a_tenants_assistant_at_a_defaults_id_is_never_the_graphs_default(
     """An assistant made at the id a graph's default gets (before the graph is served, or after
     its default was deleted) is its creator's: runs by the graph's name never use its config,
     and start-up says the id is taken instead of adopting it."""
-    from api.assistant_schemas import AssistantCreate
+    from api.contract.assistants import AssistantCreate
 
     body = RunCreate(assistant_id="agent", input=counter(1), if_not_exists="create")
     async with open_service(settings, runtime=runtime, workers=False) as svc:

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.settings import Settings
+from api.platform.settings import Settings
 from api.store import runs as runs_store
 from eval.harness import (
     KillPlan,

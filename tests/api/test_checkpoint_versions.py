@@ -12,8 +12,8 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from agent import ApprovalPolicy, Limits, build_graph
 from agent.tools import default_tools
-from api.runtime import Runtime
-from api.saver import VERSION_DIGITS, next_channel_version
+from api.durable.saver import VERSION_DIGITS, next_channel_version
+from api.engine.runtime import Runtime
 from tests.utils.scripted_model import ScriptedChatModel, call
 
 STOCK = AsyncPostgresSaver.get_next_version

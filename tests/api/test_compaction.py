@@ -1,4 +1,4 @@
-"""Keeping only a thread's latest checkpoint (``api.compaction``): after each run with
+"""Keeping only a thread's latest checkpoint (``api.durable.compaction``): after each run with
 ``THREADLINE_CHECKPOINT_RETENTION=latest``, and on request with ``POST /threads/prune``.
 
 The agent's ``messages`` is a ``DeltaChannel``, stored as deltas replayed from the ancestors:
@@ -18,8 +18,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
 from agent import ApprovalPolicy, Limits
-from api.compaction import compact_thread
-from api.runtime import Runtime
+from api.durable.compaction import compact_thread
+from api.engine.runtime import Runtime
 from eval.harness import ServerProcess
 from tests.utils.graphs import scripted_graph
 from tests.utils.scripted_model import ScriptedChatModel, call
@@ -194,9 +194,9 @@ async def test_compaction_deletes_nothing_when_the_thread_moved_on_meanwhile(
 
 
 async def test_prune_does_not_compact_under_a_queued_run(runtime: Runtime) -> None:
-    from api.compaction import ThreadBusy
+    from api.contract.runs import RunCreate
+    from api.durable.compaction import ThreadBusy
     from api.lifecycle import open_service
-    from api.schemas import RunCreate
 
     graph = runtime.graphs["agent"]
     async with open_service(runtime.settings, runtime=runtime, workers=False) as svc:

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.assistant_config import default_assistant_id
+from api.runs.assistant_config import default_assistant_id
 from eval.harness import ServerProcess, ServerStartError, SSEEvent, serving
 from tests.api.conftest import FAST
 from tests.utils.runs import read_events, wait_status

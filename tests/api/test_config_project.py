@@ -1,7 +1,7 @@
 """A LangGraph project served unchanged from its own ``langgraph.json``: its ``"dependencies"``
 make its package importable by its own name, its ``"env"`` (``.env``) is loaded before its graph
 is imported (no ``PYTHONPATH``, the key only in ``.env``), as LangGraph's CLI does
-(``api.project``); and a project that cannot start says why in one line."""
+(``api.project.environment``); and a project that cannot start says why in one line."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from api.graphs import GraphConfigError
-from api.project import add_dependencies, load_env, warn_of_unserved_keys
+from api.project.environment import add_dependencies, load_env, warn_of_unserved_keys
+from api.project.graphs import GraphConfigError
 from eval.harness import ServerProcess, ServerStartError, serving
 from tests.api.conftest import FAST
 
@@ -180,7 +180,7 @@ def test_a_project_package_named_like_a_loaded_one_is_warned_of(
     (tmp_path / "api" / "__init__.py").write_text("")
     (tmp_path / "my_graphs").mkdir()
     (tmp_path / "my_graphs" / "__init__.py").write_text("")
-    with caplog.at_level("WARNING", logger="api.project"):
+    with caplog.at_level("WARNING", logger="api.project.environment"):
         add_dependencies(tmp_path / "langgraph.json", tmp_path, ["."])
     [warning] = caplog.messages
     assert f"the project's {tmp_path / 'api'} has the name of a module already loaded" in warning
@@ -201,12 +201,12 @@ def test_keys_this_server_does_not_serve_are_named_at_start_up(
         "http": {"app": "./app.py:app"},
         "checkpointer": {"ttl": {"default_ttl": 60}},
     }
-    with caplog.at_level("WARNING", logger="api.project"):
+    with caplog.at_level("WARNING", logger="api.project.environment"):
         warn_of_unserved_keys(config, data)
     [warning] = caplog.messages
     assert "'encryption', 'ui' not served by threadline yet" in warning, warning
     assert "python_version" not in warning and "dockerfile_lines" not in warning
     caplog.clear()
-    with caplog.at_level("WARNING", logger="api.project"):
+    with caplog.at_level("WARNING", logger="api.project.environment"):
         warn_of_unserved_keys(config, {"graphs": {}, "env": ".env", "dependencies": ["."]})
     assert caplog.messages == []

@@ -557,10 +557,10 @@ async def test_update_of_a_call_finished_before_the_crash_is_sent_once(
     In-process, to hit that window every time: worker A hangs on storing the second ``tools``
     update of step 2 and stops renewing its lease (a hung process); worker B takes the run over.
     """
+    from api.contract.runs import RunCreate
+    from api.durable.event_writer import Emitter
+    from api.engine.worker import Workers
     from api.lifecycle import open_service
-    from api.schemas import RunCreate
-    from api.store.event_writer import Emitter
-    from api.worker import Workers
 
     frozen = asyncio.Event()
     real_emit = Emitter.emit

@@ -23,7 +23,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError
 
-from api.assistant_config import default_assistant_id
+from api.runs.assistant_config import default_assistant_id
 from eval.harness import ServerProcess
 from tests.utils.keys import create_key
 from tests.utils.tasks import counter

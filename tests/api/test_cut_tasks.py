@@ -5,7 +5,7 @@ and reads any task with an output write as finished (``langgraph.pregel._task_st
 update written before its conditional edge ran, with the edge's write lost, would then end the
 graph on the next attempt with the rest of its work undone: the false ``success`` of a run whose
 attempt was cut by a database crash. The saver stores a task's writes all or nothing
-(``api.saver.whole_task_writes``).
+(``api.durable.saver.whole_task_writes``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
-from api.runtime import Runtime
-from api.saver import PooledSaver
+from api.durable.saver import PooledSaver
+from api.engine.runtime import Runtime
 from tests.utils.served import served_config
 
 

@@ -17,9 +17,10 @@ from langchain_core.messages import HumanMessage
 from psycopg_pool import AsyncConnectionPool
 
 from api.builtin_agent import BUILTIN_ASSISTANT
-from api.database import _migrations, migrate, open_pool, resolve_database
-from api.runtime import Runtime, open_runtime
-from api.settings import Settings
+from api.engine.runtime import Runtime
+from api.lifecycle import open_serving_runtime
+from api.platform.database import _migrations, migrate, open_pool, resolve_database
+from api.platform.settings import Settings
 from eval.harness import processes_in
 from tests.conftest import scrubbed_environ
 from tests.utils.db import embedded_data_dir, stop_embedded
@@ -73,7 +74,7 @@ async def test_embedded_server_from_an_empty_data_dir(clean_env: None) -> None:
 
         settings = Settings(database_url=None, data_dir=data_dir)
         assert settings.database_url is None
-        async with open_runtime(settings) as rt:
+        async with open_serving_runtime(settings) as rt:
             assert rt.database.mode == "embedded"
             assert rt.database.url == database.url  # the running server is reused
             assert await table_names(rt.pool) >= SERVICE_TABLES | CHECKPOINT_TABLES
@@ -98,7 +99,7 @@ async def test_embedded_server_from_an_empty_data_dir(clean_env: None) -> None:
                 assert row is not None and row["n"] > 0
 
         # A restart applies nothing again.
-        async with open_runtime(settings) as rt:
+        async with open_serving_runtime(settings) as rt:
             assert await applied_migrations(rt.pool) == first
 
         await asyncio.to_thread(stop_embedded, data_dir)
@@ -119,7 +120,7 @@ async def test_replicas_starting_together_migrate_once(settings: Settings) -> No
     """Migrations and ``setup()`` run under an advisory lock, so concurrent starts don't clash."""
     async with AsyncExitStack() as stack:
         runtimes = await asyncio.gather(
-            *(stack.enter_async_context(open_runtime(settings)) for _ in range(3))
+            *(stack.enter_async_context(open_serving_runtime(settings)) for _ in range(3))
         )
         for rt in runtimes:
             assert await table_names(rt.pool) >= SERVICE_TABLES | CHECKPOINT_TABLES
@@ -134,7 +135,7 @@ USER = """
 import sys
 from pathlib import Path
 
-from api.embedded import start_embedded
+from api.platform.embedded import start_embedded
 
 print("ready", start_embedded(Path(sys.argv[1])), flush=True)
 sys.stdin.readline()  # then exits normally
@@ -209,8 +210,8 @@ def test_a_server_a_killed_process_left_is_adopted_and_stopped_by_its_last_live_
 async def test_nul_from_a_graph_is_stored_as_a_replacement_character(runtime: Any) -> None:
     """Model output and tool results may hold NUL, which jsonb refuses: the thread's values and
     the audit log store U+FFFD instead of failing the run's bookkeeping."""
-    from api.adapters import ToolRecord
     from api.store import audit, threads
+    from api.store.audit import ToolRecord
 
     async with runtime.pool.connection() as conn:
         await threads.create(conn, "nul-thread", {})

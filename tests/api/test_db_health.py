@@ -1,4 +1,4 @@
-"""The database's health (``api.db_health``): faults told from a statement's own errors, an
+"""The database's health (``api.platform.db_health``): faults told from a statement's own errors, an
 outage found within seconds by a pool caller or a fault, and its end."""
 
 from __future__ import annotations
@@ -12,12 +12,17 @@ import pytest
 from psycopg import errors
 from psycopg_pool import PoolTimeout
 
-from api.database import SUSPECT_SECONDS, open_pool
-from api.db_health import PROBE_SECONDS, DatabaseHealth, DatabaseUnavailable, is_database_fault
-from api.hub import STREAM_POLL_SECONDS, Hub
-from api.runtime import open_runtime
-from api.settings import Settings
-from api.sse import run_events
+from api.durable.hub import STREAM_POLL_SECONDS, Hub
+from api.http.sse import run_events
+from api.lifecycle import open_serving_runtime
+from api.platform.database import SUSPECT_SECONDS, open_pool
+from api.platform.db_health import (
+    PROBE_SECONDS,
+    DatabaseHealth,
+    DatabaseUnavailable,
+    is_database_fault,
+)
+from api.platform.settings import Settings
 from api.store import events
 from tests.utils.pg_cluster import PgCluster, pg_cluster_fixture
 from tests.utils.runs import claimed_run
@@ -116,10 +121,10 @@ async def test_a_stream_outlasts_an_outage_on_its_connection(
     pg_cluster: PgCluster, tmp_path: Path, clean_env: None
 ) -> None:
     """A stream that reads the table while the database is down waits for it, open, and goes
-    on with the events stored once it is back (``api.sse``)."""
+    on with the events stored once it is back (``api.http.sse``)."""
     pg = await asyncio.to_thread(pg_cluster.server)
     settings = Settings(database_url=pg.url, data_dir=tmp_path / "data")
-    async with open_runtime(settings) as runtime:
+    async with open_serving_runtime(settings) as runtime:
         run = await claimed_run(runtime)
         hub = Hub(runtime.database.url)  # not listening: its streams read every few seconds
         stream = run_events(runtime.pool, hub, run["run_id"], after=0, modes=["custom"])

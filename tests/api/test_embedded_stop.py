@@ -2,7 +2,7 @@
 
 SIGTERM is a normal stop: the server hands its runs back, exits with status 0, and stops the
 embedded PostgreSQL it used unless another live process still uses it. ``kill -9`` leaves the
-PostgreSQL running, and the next start adopts it (``api.embedded``).
+PostgreSQL running, and the next start adopts it (``api.platform.embedded``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.embedded import user_alive
+from api.platform.embedded import user_alive
 from eval.harness import ServerProcess, processes_in
 from tests.utils.db import TEST_DATABASE_ENV, embedded_data_dir
 

@@ -1,4 +1,4 @@
-"""The event log's group commit (``api.store.event_writer``): fewer transactions, same guarantees.
+"""The event log's group commit (``api.durable.event_writer``): fewer transactions, same guarantees.
 
 Events are stored in batches, one statement and one commit each; a stream gets a batch only
 after its commit; a checkpoint is written only after the events emitted before it are stored;
@@ -21,14 +21,15 @@ import httpx
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
-from api.database import run_to_completion
-from api.execution import Executor
-from api.hub import Hub
+from api.contract.runs import RunCreate
+from api.durable import event_writer
+from api.durable.event_writer import Emitter
+from api.durable.hub import Hub
+from api.durable.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.engine.execution import Executor
 from api.lifecycle import open_service
-from api.saver import EVENTS_BARRIER_KEY, PooledSaver
-from api.schemas import RunCreate
-from api.store import event_writer, events, runs, threads
-from api.store.event_writer import Emitter
+from api.platform.database import run_to_completion
+from api.store import events, runs, threads
 from api.store.events import LostRun
 from eval.harness import ServerProcess, kill_strays
 from tests.api.conftest import FAST
@@ -135,7 +136,7 @@ async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
     """With event writes slowed down, every checkpoint of a real run is written by a statement
     that finds every event emitted before it stored, or stores it itself (one statement: the
     events and the checkpoint commit together). (A task's writes do not wait: see
-    api.task_writes.)"""
+    api.durable.task_writes.)"""
     emitted: list[int] = []
     checks: list[tuple[int, int, int]] = []
     real_emit = Emitter.emit

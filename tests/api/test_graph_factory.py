@@ -1,4 +1,5 @@
-"""Graph factories (``api.graph_factory``) as LangGraph Server calls them: made again for each
+"""Graph factories (``api.project.graph_factory``) as LangGraph Server calls them: made again for
+each
 run with that run's config, its assistant's merged in, and a ``ServerRuntime`` whose
 ``execution_runtime`` carries the run's context; a context manager's graph is held open while the
 run runs. One graph then serves several assistants with other models or prompts."""

@@ -1,5 +1,6 @@
 """A served run's input checkpoint and the loop's first after it (``__start__``'s) are held
-back and stored with whatever the run stores next of its thread (``api.run_memory.HeldCheckpoint``):
+back and stored with whatever the run stores next of its thread
+(``api.durable.run_memory.HeldCheckpoint``):
 its next checkpoint, task writes no checkpoint took along in time, or on their own when the
 graph stops first. Each is stored as the stock saver stores it, and nothing of a node's is
 durable before them."""
@@ -13,10 +14,10 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
-from api import task_writes
-from api.execution import Executor
-from api.hub import Hub
-from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.durable import task_writes
+from api.durable.hub import Hub
+from api.durable.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.engine.execution import Executor
 from api.store import runs, threads
 from tests.utils.served import barrier, one_node_graph, served_config
 

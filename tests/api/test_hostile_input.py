@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from api.json_body import MAX_JSON_DEPTH
-from api.validation import MAX_OFFSET, METADATA_MAX_BYTES, METADATA_MAX_DEPTH
+from api.http.json_body import MAX_JSON_DEPTH
+from api.platform.validation import MAX_OFFSET, METADATA_MAX_BYTES, METADATA_MAX_DEPTH
 from eval.harness import ServerProcess
 
 JSON = {"content-type": "application/json"}

@@ -1,6 +1,6 @@
-"""A project's ``langgraph.json`` ``"http"`` (``api.http_config``, ``api.custom_app``,
-``api.route_groups``), against real servers of a project folder, as LangGraph Server serves it:
-the project's FastAPI app answers beside the API, shadowing ours but ``/ok``; its middleware
+"""A project's ``langgraph.json`` ``"http"`` (``api.project.http_config``, ``api.http.custom_app``,
+``api.project.route_groups``), against real servers of a project folder, as LangGraph Server serves
+it: the project's FastAPI app answers beside the API, shadowing ours but ``/ok``; its middleware
 wraps every route; its lifespan runs; a disabled group answers 404; CORS is the config's; the
 API's routes keep their authentication, the project's have none unless
 ``enable_custom_route_auth`` (then, with ``middleware_order: auth_first``, its middleware runs
@@ -19,10 +19,10 @@ import httpx
 import pytest
 import websockets
 
-from api.custom_app import load_app
-from api.graphs import GraphConfigError
-from api.http_config import read_http
-from api.route_groups import groups_of
+from api.http.custom_app import load_app
+from api.project.graphs import GraphConfigError
+from api.project.http_config import read_http
+from api.project.route_groups import groups_of
 from eval.harness import ServerProcess, ServerStartError, serving
 from tests.api.conftest import FAST
 
@@ -361,13 +361,15 @@ def test_unserved_and_unknown_http_keys_are_named(
         "disable_webhooks": True,
     }
     config.write_text(json.dumps({"graphs": {}, "http": http}))
-    with caplog.at_level("WARNING", logger="api.http_config"):
+    with caplog.at_level("WARNING", logger="api.project.http_config"):
         options = read_http(config)
     assert options.disabled == frozenset({"store"})
     text = "\n".join(caplog.messages)
     assert "has a key LangGraph does not define, ignored: 'disable_thread'" in text, text
     assert "not served by threadline and ignored: configurable_headers" in text, text
-    assert "disable_webhooks" not in text, text  # served: webhooks refused (api.webhook_url)
+    assert "disable_webhooks" not in text, (
+        text
+    )  # served: webhooks refused (api.contract.webhook_url)
     assert options.disable_webhooks
 
 

@@ -3,7 +3,7 @@
 A process's own streams take the events it stores from memory; a notification is for the other
 processes' streams (replicas on the same database). A notifying commit takes PostgreSQL's one
 lock on the notification queue, so a process that is alone stores its events without one
-(``api.hub.Hub.peers``), and a second process is noticed within ``PEERS_SECONDS``: then its
+(``api.durable.hub.Hub.peers``), and a second process is noticed within ``PEERS_SECONDS``: then its
 streams are woken at once again. A stream of a run this process executes and has stored nothing
 of yet (one a request just started) reads nothing back: every event comes from memory.
 """
@@ -22,13 +22,13 @@ import httpx
 import psycopg
 import pytest
 
-from api.hub import PEERS_SECONDS, STREAM_POLL_SECONDS, Hub
+from api.contract.runs import RunCreate
+from api.durable.event_writer import Emitter
+from api.durable.hub import PEERS_SECONDS, STREAM_POLL_SECONDS, Hub
+from api.http.sse import run_events
 from api.lifecycle import open_service
-from api.schemas import RunCreate
-from api.settings import Settings
-from api.sse import run_events
+from api.platform.settings import Settings
 from api.store import events, runs
-from api.store.event_writer import Emitter
 from eval.harness import ServerProcess
 from tests.utils.runs import MODES, claimed_run, start_run
 from tests.utils.tasks import counter

@@ -14,7 +14,7 @@ import json
 import httpx
 import pytest
 
-from api.stream_mode_query import MAX_QUERY_MODES
+from api.http.stream_mode_query import MAX_QUERY_MODES
 from eval.harness import ServerProcess
 from tests.api.test_errors import expect
 from tests.utils.runs import new_thread, read_events, wait_status

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.logs import bind_run, handler, run_context
+from api.platform.logs import bind_run, handler, run_context
 from eval.harness import ServerProcess
 from tests.utils.runs import new_thread, wait_status
 
@@ -150,7 +150,7 @@ async def test_json_lines_about_a_run_carry_its_run_thread_and_attempt(
         assert line["logger"] == "noisy" and line["level"] == "WARNING"
     (failed,) = about(lines, f"run {bad_run} failed", bad_run)
     assert failed["thread_id"] == bad_thread and failed["attempt"] == 1
-    assert failed["level"] == "ERROR" and failed["logger"] == "api.execution"
+    assert failed["level"] == "ERROR" and failed["logger"] == "api.engine.execution"
     assert "RuntimeError: the check failed on purpose" in failed["exception"]
     # The takeover's lines name its second attempt.
     assert [r["attempt"] for r in about(lines, "working", slow_run)] == [1, 2]

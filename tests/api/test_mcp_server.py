@@ -24,7 +24,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from api.assistant_config import default_assistant_id
+from api.runs.assistant_config import default_assistant_id
 from eval.harness import ServerProcess
 from tests.utils.db import create_database, drop_database
 from tests.utils.keys import create_key

@@ -17,7 +17,8 @@ from langgraph.graph import END, START, StateGraph
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.metrics import ServiceMetrics, StepTimer, observe_event_batch, observe_step
+from api.http.service_metrics import ServiceMetrics
+from api.platform.metrics import StepTimer, observe_event_batch, observe_step
 from eval.harness import ServerProcess, SSEEvent, read_sse
 from tests.utils.keys import create_key
 from tests.utils.runs import MODES, new_thread, read_events, wait_status
@@ -128,7 +129,7 @@ async def test_a_run_is_counted_while_it_streams_and_once_it_ended(
     assert value(after, delays) - value(before, delays) == 2
     slow = "threadline_claim_delay_seconds_bucket"
     assert value(after, slow, le="0.5") - value(before, slow, le="0.5") <= 1
-    # The event log's writes (api.store.event_writer reports each batch).
+    # The event log's writes (api.durable.event_writer reports each batch).
     batches = "threadline_event_batch_size_count"
     assert value(after, batches) > value(before, batches)
     assert value(after, "threadline_event_batch_size_sum") - value(

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from api.builtin_agent.wiring import build_agent
-from api.settings import Settings
+from api.platform.settings import Settings
 from tests.utils.fake_openai import FakeOpenAIServer, Reply, ToolCall
 
 

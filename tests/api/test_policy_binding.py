@@ -184,7 +184,8 @@ async def test_a_run_cannot_loosen_the_servers_policy(
 async def test_nor_through_its_context_which_the_graph_sees_as_configurable(
     http: httpx.AsyncClient, server: ServerProcess, rules: dict[str, str]
 ) -> None:
-    """A run's ``context`` is mirrored into ``configurable`` (``api.run_context``): the checks
+    """A run's ``context`` is mirrored into ``configurable`` (``api.engine.run_context``): the
+    checks
     read what the graph will see, so the policy cannot be loosened that way either."""
     tid = await new_thread(http)
     res = await wait_run(http, tid, {"input": greet(), "context": {"approval_policy": rules}})

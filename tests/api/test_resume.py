@@ -1,12 +1,12 @@
-"""A resume's answers against what is pending (``api.resume.answers_for``)."""
+"""A resume's answers against what is pending (``api.runs.resume.answers_for``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from api.adapters import DEFAULT
-from api.errors import Conflict
-from api.resume import answers_for
+from api.platform.errors import Conflict
+from api.project.adapters import DEFAULT
+from api.runs.resume import answers_for
 
 ANSWERED = "2a8e1bda3e044390ef27297b4d65b34f"
 

@@ -1,6 +1,6 @@
 """A run's ``context`` reaches the graph's ``Runtime.context``, as on LangGraph Server
-(``api.run_context``): from ``context`` or from ``config.configurable``, mirrored into the other,
-filtered by the graph's ``context_schema``; both at once is a 400."""
+(``api.engine.run_context``): from ``context`` or from ``config.configurable``, mirrored into the
+other, filtered by the graph's ``context_schema``; both at once is a 400."""
 
 from __future__ import annotations
 

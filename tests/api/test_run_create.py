@@ -1,4 +1,4 @@
-"""Queueing a run in as few round trips as its checks allow (``api.run_create``).
+"""Queueing a run in as few round trips as its checks allow (``api.runs.run_create``).
 
 A plain new run reads its thread in its transaction's first round trip, with the thread's lock,
 and is checked there: no read of its own before. A run whose checks need more than the thread's
@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from api.errors import Conflict, NotFound
+from api.contract.runs import RunCreate
+from api.http.sse import run_events
 from api.lifecycle import open_service
-from api.schemas import RunCreate
-from api.settings import Settings
-from api.sse import run_events
+from api.platform.errors import Conflict, NotFound
+from api.platform.settings import Settings
 from api.store import runs, threads
 from tests.utils.tasks import counter, notes
 

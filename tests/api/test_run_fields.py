@@ -38,7 +38,11 @@ async def test_sync_and_async_durability_run_and_exit_is_refused_saying_why(
     [
         ("durability", "exit", "checkpoints every step"),
         ("checkpoint_during", False, "checkpoints every step"),
-        ("webhook", "http://127.0.0.1:9/hook", "loopback"),  # the SSRF guard (api.webhook_url)
+        (
+            "webhook",
+            "http://127.0.0.1:9/hook",
+            "loopback",
+        ),  # the SSRF guard (api.contract.webhook_url)
         ("after_seconds", 30, "after_seconds is not supported"),
         ("feedback_keys", ["correct"], "feedback_keys is not supported"),
         ("langsmith_tracer", {"project_name": "p"}, "langsmith_tracer is not supported"),

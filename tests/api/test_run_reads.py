@@ -1,4 +1,5 @@
-"""What a run reads of its own thread (``api.run_memory``): a run claimed at once, or a first
+"""What a run reads of its own thread (``api.durable.run_memory``): a run claimed at once, or a
+first
 attempt claimed from the queue, on a thread with no checkpoint skips LangGraph's first read of
 it, a run on a thread with one reads it; the read of its state when it stops is answered with
 the checkpoint it stored last, as the database would answer it, unless a task wrote since."""
@@ -11,8 +12,8 @@ from typing import Any
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.types import Command, interrupt
 
-from api.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
-from api.saver import PooledSaver
+from api.durable.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
+from api.durable.saver import PooledSaver
 from api.store import runs, threads
 from tests.utils.runs import claimed_run
 from tests.utils.served import State, channels_graph, one_node_graph, served_config

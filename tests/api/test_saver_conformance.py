@@ -1,4 +1,4 @@
-"""threadline's checkpointer (``api.saver.PooledSaver``) against LangChain's checkpointer
+"""threadline's checkpointer (``api.durable.saver.PooledSaver``) against LangChain's checkpointer
 conformance suite (``langgraph-checkpoint-conformance``): the contract every LangGraph
 checkpointer keeps (blob round-trips, metadata, namespaces, incremental channel updates, ...),
 on a fresh database of its own."""
@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 
-from api.database import open_pool, prepare_schema
-from api.saver import PooledSaver
+from api.durable.saver import PooledSaver
+from api.platform.database import open_pool, prepare_schema
 
 
 async def test_the_saver_passes_the_conformance_suite(database_url: str) -> None:

@@ -1,4 +1,4 @@
-"""The scheduler's pass (``api.scheduler.fire_due``) on a real database, without HTTP: a
+"""The scheduler's pass (``api.runs.scheduler.fire_due``) on a real database, without HTTP: a
 thread-bound schedule on a busy thread queues (``enqueue``) or skips (``reject``) the due time;
 one that missed several due times fires once and moves to the next one after now; one past its
 ``end_time`` has no due time left; a disabled one does not fire."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from api.runtime import Runtime
-from api.scheduler import fire_due
+from api.engine.runtime import Runtime
+from api.runs.scheduler import fire_due
 from api.store import crons, runs, threads
 
 

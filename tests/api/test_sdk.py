@@ -13,7 +13,7 @@ import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
-from api.assistant_config import default_assistant_id
+from api.runs.assistant_config import default_assistant_id
 from eval.harness import ServerProcess, counter_lines
 from tests.utils.runs import MODES, collect
 from tests.utils.tasks import counter, greet

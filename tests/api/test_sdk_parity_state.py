@@ -14,7 +14,7 @@ import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
-from api.assistant_config import default_assistant_id
+from api.runs.assistant_config import default_assistant_id
 from tests.api.test_auth import headers_for
 from tests.utils.keys import create_key
 from tests.utils.tasks import counter

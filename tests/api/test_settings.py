@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
-from api.settings import Settings
+from api.platform.settings import Settings
 from cli.main import settings_problems
 from tests.conftest import scrubbed_environ
 from tests.utils.cli import threadline_command

@@ -1,4 +1,5 @@
-"""A served run's step is stored by one statement (``api.step_statement``): the same rows as the
+"""A served run's step is stored by one statement (``api.store.step_statement``): the same rows as
+the
 stock saver's statements, one by one, would store."""
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from typing import Any
 
 from langgraph.checkpoint.base import empty_checkpoint
 
-from api.saver import EVENTS_BARRIER_KEY
-from api.step_statement import TaskWrite, _json, resolve_writes
+from api.durable.saver import EVENTS_BARRIER_KEY
+from api.store.step_statement import TaskWrite, _json, resolve_writes
 from tests.utils.served import barrier, channels_graph, served_config
 
 
 def _counter(version: Any) -> str:
-    """A channel version without its random part (``api.saver.next_channel_version``)."""
+    """A channel version without its random part (``api.durable.saver.next_channel_version``)."""
     return str(version).split(".", 1)[0]
 
 

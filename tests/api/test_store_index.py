@@ -31,13 +31,13 @@ from langgraph_sdk import get_client
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from api.database import open_pool, prepare_schema
-from api.embedder import CheckedEmbeddings, EmbeddingFailed
-from api.exact_scan import ExactScanStore
-from api.graphs import GraphConfigError
-from api.memory_index import StoreDimsChanged, open_store, start_store
-from api.saver import PooledSaver
-from api.store_config import IndexSpec, StoreConfig, openai_embeddings, read_store_config
+from api.durable.exact_scan import ExactScanStore
+from api.durable.memory_index import StoreDimsChanged, open_store, start_store
+from api.durable.saver import PooledSaver
+from api.platform.database import open_pool, prepare_schema
+from api.project.embedder import CheckedEmbeddings, EmbeddingFailed
+from api.project.graphs import GraphConfigError
+from api.project.store_config import IndexSpec, StoreConfig, openai_embeddings, read_store_config
 from eval.harness import ServerProcess, ServerStartError, serving
 from tests.api.conftest import FAST
 from tests.utils.db import create_database, drop_database

@@ -3,8 +3,8 @@ durable, so are the ``updates|<namespace>`` (and ``values|<namespace>``) that st
 
 LangGraph hands a subgraph's chunks to the root's stream a few event-loop turns after the step,
 while the step's checkpoint is written at once; threadline's checkpointer waits for them
-(``api.stream_modes.caught_up``). Were they stored after the checkpoint, a kill in between would
-lose them for good (the checkpointed step never runs again; seen in
+(``api.durable.stream_modes.caught_up``). Were they stored after the checkpoint, a kill in between
+would lose them for good (the checkpointed step never runs again; seen in
 ``test_project_supervisor_team``). Here the subgraph's next step reads the run's event log as it
 starts, after the checkpoint before it committed: deterministic, no kill needed.
 """

@@ -1,8 +1,8 @@
-"""A run's task writes are stored with the step's checkpoint (``api.task_writes``).
+"""A run's task writes are stored with the step's checkpoint (``api.durable.task_writes``).
 
 For a run the service executes, the writes of a step's tasks go in the statement of the
-checkpoint that follows them (``api.step_statement``), not in one transaction each; a task whose
-step goes on without it (a slow sibling) still has its writes stored on their own, soon; and
+checkpoint that follows them (``api.store.step_statement``), not in one transaction each; a task
+whose step goes on without it (a slow sibling) still has its writes stored on their own, soon; and
 writes taken into a checkpoint's statement share its fate.
 """
 
@@ -20,12 +20,12 @@ import pytest
 from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import empty_checkpoint
 
-from api import task_writes
+from api.contract.runs import RunCreate
+from api.durable import task_writes
+from api.durable.saver import DELTA_CHANNELS_KEY, EVENTS_BARRIER_KEY, PooledSaver, delta_channels
+from api.durable.task_writes import LINGER_SECONDS
 from api.lifecycle import open_service
-from api.saver import DELTA_CHANNELS_KEY, EVENTS_BARRIER_KEY, PooledSaver, delta_channels
-from api.schemas import RunCreate
 from api.store.events import EventRows
-from api.task_writes import LINGER_SECONDS
 from tests.utils.fan_out import fan_out
 from tests.utils.locks import cancel_while_it_waits
 from tests.utils.tasks import counter
@@ -53,7 +53,7 @@ def _graph(saver: PooledSaver, slow: asyncio.Event | None = None) -> Any:
 
 
 class _Step:
-    """What an events barrier yields (``api.store.event_writer.CheckpointEvents``): here the
+    """What an events barrier yields (``api.durable.event_writer.CheckpointEvents``): here the
     events to take along, if any, and whether the statement carrying them succeeded."""
 
     def __init__(self, events: EventRows | None) -> None:

@@ -1,4 +1,4 @@
-"""Threads' time-to-live (``api.thread_ttl``): a project's ``"checkpointer": {"ttl": ...}`` and
+"""Threads' time-to-live (``api.runs.thread_ttl``): a project's ``"checkpointer": {"ttl": ...}`` and
 the SDK's per-thread ``ttl``, against a real server of a project folder. A thread not updated
 for its TTL is deleted with everything of it; one with an active run is not; a thread with a
 longer TTL, or made before the config (no TTL), is kept; ``keep_latest`` keeps the thread and
@@ -21,11 +21,11 @@ import psycopg
 import pytest
 from langgraph_sdk.errors import NotFoundError
 
-from api.database import connection_kwargs
-from api.graphs import GraphConfigError
-from api.runtime import Runtime
+from api.engine.runtime import Runtime
+from api.platform.database import connection_kwargs
+from api.project.graphs import GraphConfigError
+from api.runs.thread_ttl import read_ttl
 from api.store import runs, thread_ttl, threads
-from api.thread_ttl import read_ttl
 from eval.harness import ServerProcess, serving
 from tests.api.conftest import FAST
 from tests.utils.runs import sdk_client

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.assistant_config import default_assistant_id
+from api.runs.assistant_config import default_assistant_id
 from tests.utils.runs import new_thread, read_events, wait_status
 from tests.utils.tasks import greet
 

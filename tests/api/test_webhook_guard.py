@@ -1,4 +1,5 @@
-"""The webhooks' SSRF guard (``api.webhook_url``) and one delivery (``api.webhook_send``) in this
+"""The webhooks' SSRF guard (``api.contract.webhook_url``) and one delivery
+(``api.engine.webhook_send``) in this
 process, against a real receiver on 127.0.0.1: addresses in every form judged for what they
 are, the operator's settings, the connection made to the checked address with the URL's Host,
 redirects checked again, answers sorted into delivered / retry / give up."""
@@ -12,9 +13,7 @@ from typing import Any
 
 import pytest
 
-from api.settings import Settings
-from api.webhook_send import client, post
-from api.webhook_url import (
+from api.contract.webhook_url import (
     WebhookPolicy,
     WebhookRefused,
     WebhookUnresolved,
@@ -22,6 +21,8 @@ from api.webhook_url import (
     literal_address,
     parse,
 )
+from api.engine.webhook_send import client, post
+from api.platform.settings import Settings
 from eval.harness import free_port
 from tests.utils.webhook_receiver import receiving
 

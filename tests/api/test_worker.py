@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
+from api.contract.runs import RunCreate
+from api.engine.worker import Workers
 from api.lifecycle import open_service
-from api.schemas import RunCreate
 from api.store import runs as runs_store
 from api.store import threads as threads_store
-from api.worker import Workers
 from tests.utils.tasks import counter
 
 
@@ -210,8 +210,8 @@ async def test_waiting_for_a_run_that_a_rollback_removed_ends_with_not_found(
 ) -> None:
     """A join (or /wait) that began before a rollback removed its run must not wait forever
     for an ``end`` that went with the run."""
-    from api.errors import NotFound
-    from api.rollback import roll_back
+    from api.engine.rollback import roll_back
+    from api.platform.errors import NotFound
 
     async with open_service(settings, runtime=runtime, workers=False) as svc:
         run = await svc.create_run(
@@ -346,7 +346,7 @@ async def test_a_run_finished_but_not_yet_cleaned_up_is_not_taken_for_lost(
     """A heartbeat that lands between a run's final transaction and the end of its task (under
     load, that is many awaits) finds the run no longer running. It was finished here, not taken
     over: it must not be stopped as "lost" (found at c=50 in the no-work benchmark)."""
-    from api.execution import Executor
+    from api.engine.execution import Executor
 
     real_finish = Executor.finish
 
@@ -355,7 +355,7 @@ async def test_a_run_finished_but_not_yet_cleaned_up_is_not_taken_for_lost(
         await asyncio.sleep(3 * settings.heartbeat_seconds)  # renewals happen meanwhile
 
     monkeypatch.setattr(Executor, "finish", slow_to_clean_up)
-    caplog.set_level(logging.WARNING, logger="api.worker")
+    caplog.set_level(logging.WARNING, logger="api.engine.worker")
     async with open_service(settings, runtime=runtime) as svc:
         created = await svc.create_run(
             str(uuid.uuid4()),

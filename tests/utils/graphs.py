@@ -9,7 +9,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from agent import ApprovalPolicy, Limits, build_graph
 from agent.tools import ToolSpec, default_tools
-from api.runtime import Runtime
+from api.engine.runtime import Runtime
 
 
 def scripted_graph(

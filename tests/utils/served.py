@@ -1,4 +1,4 @@
-"""A run's config as the service gives it to the checkpointer (``api.saver``), without the
+"""A run's config as the service gives it to the checkpointer (``api.durable.saver``), without the
 event log, and a graph with channels of every kind, for checkpointer tests."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from api.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.durable.saver import EVENTS_BARRIER_KEY, PooledSaver
 from tests.utils.fan_out import fan_out
 
 
@@ -37,7 +37,7 @@ def channels_graph(saver: PooledSaver) -> Any:
 
 
 class NoEvents:
-    """A step's events when there are none (``api.store.event_writer.CheckpointEvents``)."""
+    """A step's events when there are none (``api.durable.event_writer.CheckpointEvents``)."""
 
     def take(self) -> None:
         return None

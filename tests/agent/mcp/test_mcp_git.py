@@ -15,8 +15,8 @@ from langgraph.types import Command
 from agent.hooks import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
 from agent.tools import default_tools, ensure_workspace
 from api.builtin_agent.wiring import mcp_servers, open_agent
-from api.runtime import Runtime
-from api.settings import Settings
+from api.engine.runtime import Runtime
+from api.platform.settings import Settings
 from tests.utils.git import commits, git, git_repo
 from tests.utils.graphs import scripted_graph
 from tests.utils.scripted_model import ScriptedChatModel, call

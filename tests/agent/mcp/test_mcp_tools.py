@@ -143,7 +143,7 @@ def test_bad_configuration_is_refused_with_what_is_wrong(raw: object, says: str)
 
 
 def test_the_setting_is_validated(monkeypatch: pytest.MonkeyPatch, clean_env: None) -> None:
-    from api.settings import Settings
+    from api.platform.settings import Settings
 
     monkeypatch.setenv("THREADLINE_MCP_SERVERS", '{"git": {"command": "x", "args": 1}}')
     with pytest.raises(ValueError, match="'args' must be a list of strings"):

@@ -1,7 +1,7 @@
 """A failing model request names the endpoint, the model and the settings that bound it.
 
-The run that hits one ends in error with this message (``api.execution``), so it must say where
-and why without a traceback; the exception's type stays the OpenAI client's own.
+The run that hits one ends in error with this message (``api.engine.execution``), so it must say
+where and why without a traceback; the exception's type stays the OpenAI client's own.
 """
 
 from __future__ import annotations

@@ -1,0 +1,220 @@
+"""A step's checkpoint, the task writes before it and the run's events before it, in one
+statement.
+
+Sent as separate statements in one transaction (pipeline mode), a step of five parallel tasks
+costs about a dozen statements: ``BEGIN``, the events, one per task write, one per changed
+channel's blob, the checkpoint, ``COMMIT``. Each is a message PostgreSQL wakes up for and a
+result this process waits for. Here they are one ``INSERT`` with data-modifying ``WITH``
+clauses over JSON arrays of rows: one round trip, one implicit transaction, and the same rows
+the stock saver's statements store (``langgraph.checkpoint.postgres.base``: the tables and their
+conflict rules, which this module repeats).
+
+The event log's fenced insert (``api.store.events.FENCED_EVENTS_CTE``) is part of it: the
+checkpoint's row is selected from the fence, so an attempt that lost its run stores nothing of
+the step.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.postgres.base import BasePostgresSaver
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from psycopg.types.json import Jsonb
+
+from api.store.events import FENCED_EVENTS_CTE, EventRows
+
+WRITE_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob"
+)
+WRITE_KEY = "(thread_id, checkpoint_ns, checkpoint_id, task_id, idx)"
+
+# Rows travel as one JSON array per table, bytes in base64: psycopg adapts a parameter in
+# Python, and an array per column costs a dozen of them per step where JSON costs one.
+_WRITE_ROWS = """
+    SELECT w->>0, w->>1, w->>2, w->>3, w->>4, (w->>5)::integer, w->>6, w->>7,
+           decode(w->>8, 'base64')
+    FROM json_array_elements(%({rows})s::json) AS w"""
+
+_INSERT_WRITES = f"""
+    INSERT INTO checkpoint_writes ({WRITE_COLUMNS}){_WRITE_ROWS.format(rows="inserts")}
+    ON CONFLICT {WRITE_KEY} DO NOTHING"""
+
+_UPSERT_WRITES = f"""
+    INSERT INTO checkpoint_writes ({WRITE_COLUMNS}){_WRITE_ROWS.format(rows="upserts")}
+    ON CONFLICT {WRITE_KEY} DO UPDATE SET
+        channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob"""
+
+_NO_EVENTS = """
+fence AS (SELECT true),"""
+
+_BODY = f"""
+inserted AS ({_INSERT_WRITES}),
+upserted AS ({_UPSERT_WRITES}),
+blobs AS (
+    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, b->>0, b->>1, b->>2, decode(b->>3, 'base64')
+    FROM json_array_elements(%(blobs)s::json) AS b
+    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING)"""
+
+
+def _checkpoint_insert(prefix: str) -> str:
+    return f"""
+INSERT INTO checkpoints
+    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %({prefix}checkpoint_id)s, %({prefix}parent_id)s,
+       %({prefix}checkpoint)s, %({prefix}metadata)s
+FROM fence
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)
+DO UPDATE SET checkpoint = EXCLUDED.checkpoint, metadata = EXCLUDED.metadata"""
+
+
+def _earlier(index: int) -> str:
+    """Prefix of the parameters of a checkpoint held back to go with the step's
+    (``api.durable.saver``): the oldest is ``earlier0_``."""
+    return f"earlier{index}_"
+
+
+_CHECKPOINT = _checkpoint_insert("")
+
+_OWN = ("checkpoint_id", "parent_id", "checkpoint", "metadata")
+"""Of a checkpoint's parameters, those that are not its thread's."""
+
+WRITES_ONLY = f"WITH inserted AS ({_INSERT_WRITES}){_UPSERT_WRITES}"
+"""Task writes no checkpoint took along (``api.durable.task_writes``)."""
+
+WriteRow = tuple[Any, ...]
+"""A row of ``checkpoint_writes`` as the stock saver builds it (``_dump_writes``)."""
+
+
+@dataclass
+class TaskWrite:
+    """One task write and how the stock saver stores it: ``upsert`` (its special writes, which
+    replace an earlier one) or insert (a repeat is ignored)."""
+
+    row: WriteRow
+    upsert: bool
+
+
+def resolve_writes(writes: list[TaskWrite]) -> tuple[list[WriteRow], list[WriteRow]]:
+    """The rows to insert and to upsert so that one statement stores what the writes, stored
+    one by one in their order, would: an insert of a key already written is ignored, an upsert
+    replaces it. (One ``INSERT … ON CONFLICT DO UPDATE`` may not touch a row twice.)"""
+    final: dict[tuple[Any, ...], TaskWrite] = {}
+    for write in writes:
+        key = (*write.row[:4], write.row[5])
+        if write.upsert or key not in final:
+            final[key] = write
+    inserts = [w.row for w in final.values() if not w.upsert]
+    upserts = [w.row for w in final.values() if w.upsert]
+    return inserts, upserts
+
+
+def _json(value: Any) -> bytes:
+    """JSON for a ``jsonb`` column: orjson, or the standard library's for what orjson refuses
+    (keys that are not strings, integers beyond 64 bits), as the stock saver writes them."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode()
+
+
+def _b64(blob: bytes | None) -> str | None:
+    return None if blob is None else base64.b64encode(blob).decode()
+
+
+def _json_rows(rows: list[WriteRow]) -> str:
+    """Rows as a JSON array of arrays, the last column (bytes) in base64."""
+    return orjson.dumps([[*row[:-1], _b64(row[-1])] for row in rows]).decode()
+
+
+def _write_params(writes: list[TaskWrite]) -> dict[str, str]:
+    inserts, upserts = resolve_writes(writes)
+    return {"inserts": _json_rows(inserts), "upserts": _json_rows(upserts)}
+
+
+def writes_statement(writes: list[TaskWrite]) -> tuple[str, dict[str, Any]]:
+    """Task writes on their own, in one statement."""
+    return WRITES_ONLY, _write_params(writes)
+
+
+def step_statement(
+    *,
+    events: EventRows | None,
+    writes: list[TaskWrite],
+    blobs: list[WriteRow],
+    checkpoint: dict[str, Any],
+    earlier: Sequence[dict[str, Any]] = (),
+) -> tuple[str, dict[str, Any]]:
+    """The statement and its parameters. ``checkpoint`` holds ``thread_id``, ``checkpoint_ns``,
+    ``checkpoint_id``, ``parent_id``, ``checkpoint`` and ``metadata`` (``Jsonb``); ``earlier``,
+    the same of the checkpoints of its thread and namespace before it that were held back
+    (their blobs are in ``blobs``), are stored in the same statement."""
+    params = {
+        **checkpoint,
+        **_write_params(writes),
+        "blobs": _json_rows([row[2:] for row in blobs]),  # thread and namespace: the checkpoint's
+    }
+    sql = "WITH" + (_NO_EVENTS if events is None else FENCED_EVENTS_CTE) + _BODY
+    if events is not None:
+        params.update(events.params())
+    for index, held in enumerate(earlier):
+        prefix = _earlier(index)
+        sql += f",\nearlier{index} AS ({_checkpoint_insert(prefix)})"
+        params.update({prefix + k: v for k, v in held.items() if k in _OWN})
+    return sql + _CHECKPOINT, params
+
+
+def checkpoint_rows(
+    saver: BasePostgresSaver,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+) -> tuple[dict[str, Any], list[WriteRow], RunnableConfig]:
+    """What the stock ``AsyncPostgresSaver.aput`` stores for a checkpoint: its row (primitive
+    channel values inline, the others moved to blobs), the blobs of the channels it changed,
+    and the config naming it. The blobs are serialized here, not in a thread: the stock saver's
+    hop to a thread costs more than a step's few small values take."""
+    configurable = config["configurable"]
+    thread_id = configurable["thread_id"]
+    checkpoint_ns = configurable["checkpoint_ns"]
+    copy = checkpoint.copy()
+    values = copy["channel_values"] = copy["channel_values"].copy()
+    blob_values: dict[str, Any] = {}
+    for k, v in checkpoint["channel_values"].items():
+        if isinstance(v, _DeltaSnapshot):
+            blob_values[k] = values.pop(k)
+            values[k] = True
+        elif not (v is None or isinstance(v, str | int | float | bool)):
+            blob_values[k] = values.pop(k)
+    blob_versions = {k: v for k, v in new_versions.items() if k in blob_values}
+    blobs = saver._dump_blobs(thread_id, checkpoint_ns, blob_values, blob_versions)
+    row = {
+        "thread_id": thread_id,
+        "checkpoint_ns": checkpoint_ns,
+        "checkpoint_id": checkpoint["id"],
+        "parent_id": configurable.get("checkpoint_id"),
+        "checkpoint": Jsonb(copy, dumps=_json),
+        "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata), dumps=_json),
+    }
+    next_config: RunnableConfig = {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint["id"],
+        }
+    }
+    return row, list(blobs), next_config
