@@ -1,6 +1,6 @@
 """Resume latency after ``kill -9``: how long a run is stalled when its server dies.
 
-A server (``eval.harness.ServerProcess``, the service's default lease, heartbeat and poll
+A server (``tests.utils.server.ServerProcess``, the service's default lease, heartbeat and poll
 settings) starts a ``counter`` run in the background; a client follows its stream, and at the
 ``kill_after``-th ``tool_finished`` event (mid-step: one of two parallel calls done) the server
 gets SIGKILL and is restarted at once on the same port. Measured, per repetition:
@@ -29,7 +29,9 @@ from typing import Any
 import httpx
 import psycopg
 
-from eval.harness import ServerProcess, counter_lines, read_sse
+from tests.utils.server import ServerProcess
+from tests.utils.sse import read_sse
+from tests.utils.workspace import counter_lines
 
 
 class ModuleServer(ServerProcess):

@@ -1,1 +1,4 @@
-"""threadline's evaluation: task suites, the kill harness (``eval.harness``), reports."""
+"""threadline's evaluation: task suites, the runner, the soak and crash modes, reports.
+
+The servers it starts and kills come from the test suite's fixtures (``tests.utils.server``,
+``tests.utils.kills``)."""

@@ -1,15 +1,16 @@
 """Crash mode: SIGKILL the server at random moments while the suite runs, and time the recovery.
 
-The moments come from the harness's :meth:`KillPlan.random` (a random uptime after each restart);
-each kill is ``kill -9`` of the server process, then a restart on the same port (the tools it had
-started keep running, as after a real crash). :func:`resume_times` then matches every kill with the
-runs that were in flight: the time from the kill to the first *new* event their client read.
+The moments come from :meth:`tests.utils.kill_plan.KillPlan.random` (a random uptime after each
+restart); each kill is ``kill -9`` of the server process, then a restart on the same port (the
+tools it had started keep running, as after a real crash). :func:`resume_times` then matches every
+kill with the runs that were in flight: the time from the kill to the first *new* event their
+client read.
 
 The server runs with the default settings, attempts limit included (a run ends in error after
 ``THREADLINE_MAX_ATTEMPTS`` attempts in a row that saved nothing). A kill that comes due while a
 run's previous attempt saved nothing and its current one has not saved anything yet waits until
-that run moved on (:func:`eval.harness.wait_until_no_run_stalls_again`): random kills then never
-stall a run twice in a row, and every run of the suite can end.
+that run moved on (:func:`eval.kill_targets.wait_until_no_run_stalls_again`): random kills then
+never stall a run twice in a row, and every run of the suite can end.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eval.harness import KillPlan, ServerProcess, ServerStartError, wait_until_no_run_stalls_again
+from eval.kill_targets import wait_until_no_run_stalls_again
+from tests.utils.kill_plan import KillPlan
+from tests.utils.server import ServerProcess, ServerStartError
 
 START_TRIES = 3
 

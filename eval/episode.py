@@ -27,9 +27,9 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import ConflictError, InternalServerError
 from langgraph_sdk.schema import StreamMode
 
-from eval.harness import ServerProcess, api_headers
 from eval.streams import RunTrace, TimedFollower
 from eval.suite import Case
+from tests.utils.server import ServerProcess, api_headers
 
 T = TypeVar("T")
 MODES: list[StreamMode] = ["updates", "custom"]

@@ -33,7 +33,7 @@ from types import TracebackType
 
 import httpx
 
-from eval.harness import free_port
+from tests.utils.processes import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_VENV = REPO / ".venv-llama"

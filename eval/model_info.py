@@ -20,14 +20,15 @@ from urllib.parse import urlsplit
 from pydantic import TypeAdapter
 
 from agent.models.openai_model import TEMPERATURE
-from api.platform.settings import Settings
+from agent.settings import AgentSettings
 
 MODEL_SETTINGS = {
     "openai_timeout": "timeout",
     "openai_max_retries": "max_retries",
     "openai_max_tokens": "max_tokens",
 }
-"""Settings fields every OpenAI-compatible model's section shows, by the name it shows."""
+"""The agent's settings (``agent.settings``) every OpenAI-compatible model's section shows, by
+the name it shows."""
 EXTRA = re.compile(r"context|concurrency")
 """Other settings fields reported when the server has them (context budget, tool concurrency)."""
 
@@ -45,14 +46,14 @@ def endpoint_kind(base_url: str | None, api_key: bool) -> str:
 
 
 def _env_names(field: str) -> list[str]:
-    alias = Settings.model_fields[field].validation_alias
+    alias = AgentSettings.model_fields[field].validation_alias
     names = [str(a) for a in getattr(alias, "choices", [])]
     return names or [f"THREADLINE_{field.upper()}"]
 
 
 def _value(field: str, env: Mapping[str, str]) -> Any:
     """The field's value for a server started with ``env``: as given there, else its default."""
-    info = Settings.model_fields[field]
+    info = AgentSettings.model_fields[field]
     for name in _env_names(field):
         if name in env:
             try:
@@ -82,7 +83,7 @@ def describe(env: Mapping[str, str] | None, info: Mapping[str, Any]) -> dict[str
     if online:
         settings["temperature"] = TEMPERATURE
         settings.update({shown: _value(f, env) for f, shown in MODEL_SETTINGS.items()})
-    settings.update({f: _value(f, env) for f in Settings.model_fields if EXTRA.search(f)})
+    settings.update({f: _value(f, env) for f in AgentSettings.model_fields if EXTRA.search(f)})
     return {
         "name": (env.get("OPENAI_MODEL") or _value("openai_model", {})) if online else label,
         "endpoint": endpoint_kind(env.get("OPENAI_BASE_URL"), online),

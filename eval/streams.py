@@ -1,6 +1,6 @@
 """Following a run's stream like a reconnecting client, and what that client saw of it.
 
-:class:`TimedFollower` is the harness's :class:`~eval.harness.StreamFollower` (reconnects with
+:class:`TimedFollower` is the harness's :class:`~tests.utils.sse.StreamFollower` (reconnects with
 ``Last-Event-ID`` after any drop) that also notes when each *new* event arrived, so a kill can be
 matched with the first event produced after the restart. :class:`RunTrace` keeps the facts the
 metrics need: ids read (with repeats), attempts, end status, and those arrival times.
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eval.harness import SSEEvent, StreamFollower
+from tests.utils.sse import SSEEvent, StreamFollower
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Fixtures for tests that drive real ``threadline serve`` processes (``eval.harness``).
+"""Fixtures for tests that drive real ``threadline serve`` processes (``tests.utils.server``).
 
 - ``module_database_url``: a fresh database shared by one test module, dropped after it.
 - ``server``: one server per test module on that database, with short leases; a module sets
@@ -20,8 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, kill_strays, serving
 from tests.utils.db import create_database, drop_database
+from tests.utils.processes import kill_strays
+from tests.utils.server import ServerProcess, serving
 
 FAST = {"lease_seconds": 3.0, "heartbeat_seconds": 0.5, "poll_seconds": 0.2}
 """Short leases and polls: a takeover happens within seconds."""

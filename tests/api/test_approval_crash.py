@@ -15,9 +15,11 @@ from typing import Any
 
 import httpx
 
-from eval.harness import ServerProcess, read_sse, workspace_path
 from tests.utils.runs import MODES, sdk_client
+from tests.utils.server import ServerProcess
+from tests.utils.sse import read_sse
 from tests.utils.tasks import greet, notes
+from tests.utils.workspace import workspace_path
 
 WAIT = 60.0
 

@@ -16,9 +16,10 @@ from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
 
 from agent.approval import is_approval_request
 from agent.tools import default_tools
-from eval.harness import ServerProcess, workspace_path
 from tests.utils.runs import MODES, collect
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import greet, notes
+from tests.utils.workspace import workspace_path
 
 WAIT = 60.0
 INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")

@@ -31,10 +31,10 @@ from api.platform.settings import Settings
 from api.runs import assistant_service
 from api.runs.assistant_config import default_assistant_id
 from api.store import threads
-from eval.harness import ServerProcess, serving
 from tests.api.conftest import FAST
 from tests.utils.keys import create_key
 from tests.utils.runs import sdk_client, wait_status
+from tests.utils.server import ServerProcess, serving
 from tests.utils.tasks import counter
 
 ECHO_GRAPH = textwrap.dedent(

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 from langgraph_sdk import get_client
 
-from eval.harness import ServerProcess
 from tests.conftest import scrubbed_environ
 from tests.utils.keys import create_key, threadline
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter, greet
 
 AUTH_PY = """

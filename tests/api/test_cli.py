@@ -28,10 +28,10 @@ from psycopg.rows import dict_row
 from agent.models import NOT_CONFIGURED
 from agent.tasks import CATALOG
 from agent.tasks.counter import groups
-from eval.harness import processes_in
 from tests.conftest import scrubbed_environ
 from tests.utils.cli import threadline_command
 from tests.utils.db import embedded_data_dir
+from tests.utils.processes import processes_in
 
 N = 6
 DELAY = 0.4

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from eval.harness import free_port
 from tests.conftest import scrubbed_environ
 from tests.utils.cli import threadline_command
+from tests.utils.processes import free_port
 
 TIMEOUT = 60.0
 

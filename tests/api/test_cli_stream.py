@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from eval.harness import free_port
 from tests.conftest import scrubbed_environ
 from tests.utils.cli import threadline_command
 from tests.utils.fake_openai import FakeOpenAIServer, Reply, ToolCall
+from tests.utils.processes import free_port
 
 pytestmark = pytest.mark.timeout(120)
 

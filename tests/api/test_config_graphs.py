@@ -14,9 +14,10 @@ import httpx
 import pytest
 
 from api.runs.assistant_config import default_assistant_id
-from eval.harness import ServerProcess, ServerStartError, SSEEvent, serving
 from tests.api.conftest import FAST
 from tests.utils.runs import read_events, wait_status
+from tests.utils.server import ServerProcess, ServerStartError, serving
+from tests.utils.sse import SSEEvent
 
 MY_GRAPH = textwrap.dedent(
     '''

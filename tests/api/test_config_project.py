@@ -17,8 +17,8 @@ import pytest
 
 from api.project.environment import add_dependencies, load_env, warn_of_unserved_keys
 from api.project.graphs import GraphConfigError
-from eval.harness import ServerProcess, ServerStartError, serving
 from tests.api.conftest import FAST
+from tests.utils.server import ServerProcess, ServerStartError, serving
 
 PROJECT = Path(__file__).resolve().parent.parent / "projects" / "self_import"
 FROM_DOTENV = ("MY_GREETING", "GREETER_SIGNATURE")

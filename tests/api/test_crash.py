@@ -38,25 +38,15 @@ import pytest
 from psycopg.rows import dict_row
 
 from agent.tasks.counter import groups
-from eval.harness import (
-    KillPlan,
-    KillPoint,
-    Outcome,
-    ServerProcess,
-    SSEEvent,
-    StreamFollower,
-    clean_environ,
-    counter_lines,
-    is_custom,
-    is_update_from,
-    processes_in,
-    read_sse,
-    run_with_kills,
-    workspace_path,
-)
 from tests.api.conftest import FAST
+from tests.utils.kill_plan import KillPlan, KillPoint, Outcome, is_custom, is_update_from
+from tests.utils.kills import run_with_kills
+from tests.utils.processes import processes_in
 from tests.utils.runs import MODES, start_run, until
+from tests.utils.server import ServerProcess, clean_environ
+from tests.utils.sse import SSEEvent, StreamFollower, read_sse
 from tests.utils.tasks import counter
+from tests.utils.workspace import counter_lines, workspace_path
 
 pytestmark = pytest.mark.slow
 

@@ -24,8 +24,8 @@ from langgraph_sdk import get_client
 from langgraph_sdk.errors import NotFoundError
 
 from api.runs.assistant_config import default_assistant_id
-from eval.harness import ServerProcess
 from tests.utils.keys import create_key
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter
 
 GREET = {"task": {"name": "greet", "params": {"name": "Ada"}}}

@@ -21,9 +21,9 @@ from api.engine.runtime import Runtime
 from api.lifecycle import open_serving_runtime
 from api.platform.database import _migrations, migrate, open_pool, resolve_database
 from api.platform.settings import Settings
-from eval.harness import processes_in
 from tests.conftest import scrubbed_environ
 from tests.utils.db import embedded_data_dir, stop_embedded
+from tests.utils.processes import processes_in
 
 SERVICE_TABLES = {
     "threads",

@@ -28,11 +28,13 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, StreamFollower, counter_lines
 from tests.api.conftest import one_graph_project
 from tests.utils.pg_cluster import PgCluster, PgServer, multi_host_url, pg_cluster_fixture
 from tests.utils.runs import MODES, start_run, wait_status
+from tests.utils.server import ServerProcess
+from tests.utils.sse import StreamFollower
 from tests.utils.tasks import counter
+from tests.utils.workspace import counter_lines
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,9 @@ import httpx
 import pytest
 
 from api.platform.embedded import user_alive
-from eval.harness import ServerProcess, processes_in
 from tests.utils.db import TEST_DATABASE_ENV, embedded_data_dir
+from tests.utils.processes import processes_in
+from tests.utils.server import ServerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
-from eval.harness import ServerProcess
 from tests.utils.runs import new_thread, wait_status
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter
 
 SERVER_ENV = {"THREADLINE_MAX_BODY_BYTES": "2048"}

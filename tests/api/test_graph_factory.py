@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from eval.harness import ServerProcess, ServerStartError, serving
 from tests.api.conftest import FAST
 from tests.utils.runs import sdk_client
+from tests.utils.server import ServerProcess, ServerStartError, serving
 
 FACTORIES = textwrap.dedent(
     '''

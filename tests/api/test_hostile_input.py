@@ -20,7 +20,7 @@ import pytest
 
 from api.http.json_body import MAX_JSON_DEPTH
 from api.platform.validation import MAX_OFFSET, METADATA_MAX_BYTES, METADATA_MAX_DEPTH
-from eval.harness import ServerProcess
+from tests.utils.server import ServerProcess
 
 JSON = {"content-type": "application/json"}
 

@@ -23,8 +23,8 @@ from api.http.custom_app import load_app
 from api.project.graphs import GraphConfigError
 from api.project.http_config import read_http
 from api.project.route_groups import groups_of
-from eval.harness import ServerProcess, ServerStartError, serving
 from tests.api.conftest import FAST
+from tests.utils.server import ServerProcess, ServerStartError, serving
 
 GRAPH_PY = textwrap.dedent(
     """

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from api.http.stream_mode_query import MAX_QUERY_MODES
-from eval.harness import ServerProcess
 from tests.api.test_errors import expect
 from tests.utils.runs import new_thread, read_events, wait_status
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter
 
 RUN_MODES = ["values", "updates", "custom"]

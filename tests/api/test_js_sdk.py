@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from eval.harness import ServerProcess
 from tests.utils.keys import create_key
+from tests.utils.server import ServerProcess
 
 JS = Path(__file__).parents[1] / "js"
 SDKS = sorted(json.loads((JS / "package.json").read_text())["dependencies"])

@@ -29,12 +29,13 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, workspace_path
 from tests.utils.db import fresh_database
 from tests.utils.fake_openai import FakeOpenAIServer, ReplyLike, ToolCall
 from tests.utils.git import commits, git, git_repo
 from tests.utils.keys import create_key
 from tests.utils.runs import new_thread
+from tests.utils.server import ServerProcess
+from tests.utils.workspace import workspace_path
 
 WAIT = 90.0
 GIT_SERVER = {

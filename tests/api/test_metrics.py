@@ -19,9 +19,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api.http.service_metrics import ServiceMetrics
 from api.platform.metrics import StepTimer, observe_event_batch, observe_step
-from eval.harness import ServerProcess, SSEEvent, read_sse
 from tests.utils.keys import create_key
 from tests.utils.runs import MODES, new_thread, read_events, wait_status
+from tests.utils.server import ServerProcess
+from tests.utils.sse import SSEEvent, read_sse
 from tests.utils.tasks import counter
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, workspace_path
 from tests.api.test_approvals import (
     audit_rows,
     custom_of,
@@ -27,7 +26,9 @@ from tests.api.test_approvals import (
     workspace_file,
 )
 from tests.utils.runs import MODES, collect, new_thread
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter, greet, notes
+from tests.utils.workspace import workspace_path
 
 SERVER_ENV = {"THREADLINE_APPROVAL_POLICY": json.dumps({"edit_file": "deny"})}
 """The deployment denies edit_file, so a run that asks for it "auto" is a loosening."""

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from langgraph_sdk.schema import Command
 
-from eval.harness import LEAKY_ENV, ServerProcess, serving
 from tests.api.conftest import FAST
 from tests.utils.fake_openai import FakeOpenAIServer, ReplyLike, ToolCall
+from tests.utils.server import LEAKY_ENV, ServerProcess, serving
 
 PROJECT = Path(__file__).resolve().parent.parent / "projects" / "support_agent"
 GRAPH = "support"

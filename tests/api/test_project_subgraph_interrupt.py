@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from eval.harness import serving
 from tests.utils.projects import (
     Part,
     ProjectCopy,
@@ -30,6 +29,7 @@ from tests.utils.projects import (
     parts_of,
 )
 from tests.utils.runs import sdk_client
+from tests.utils.server import serving
 
 GRAPH = "review"
 TOPIC = "tides"

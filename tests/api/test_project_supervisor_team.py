@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from eval.harness import serving
 from tests.utils.fake_openai import FakeOpenAIServer, ReplyLike, ToolCall
 from tests.utils.projects import (
     Part,
@@ -31,6 +30,7 @@ from tests.utils.projects import (
     updates_in,
 )
 from tests.utils.runs import sdk_client
+from tests.utils.server import serving
 
 GRAPH = "team"
 ASK: Any = {"messages": [{"role": "user", "content": "How fast did Lyon grow?"}]}

@@ -18,17 +18,13 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import (
-    KillPlan,
-    KillPoint,
-    ServerProcess,
-    StreamFollower,
-    counter_lines,
-    is_custom,
-    run_with_kills,
-)
+from tests.utils.kill_plan import KillPlan, KillPoint, is_custom
+from tests.utils.kills import run_with_kills
 from tests.utils.runs import MODES, start_run, until
+from tests.utils.server import ServerProcess
+from tests.utils.sse import StreamFollower
 from tests.utils.tasks import counter
+from tests.utils.workspace import counter_lines
 
 LEASE = 3.0
 

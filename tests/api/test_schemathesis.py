@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess
 from tests.api.test_hostile_input import all_threads_readable
+from tests.utils.server import ServerProcess
 
 schemathesis = pytest.importorskip("schemathesis")
 

@@ -14,9 +14,10 @@ import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
 from api.runs.assistant_config import default_assistant_id
-from eval.harness import ServerProcess, counter_lines
 from tests.utils.runs import MODES, collect
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter, greet
+from tests.utils.workspace import counter_lines
 
 COUNTER = counter(3, 0.05)
 

@@ -19,9 +19,9 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import ConflictError, NotFoundError
 
-from eval.harness import ServerProcess
 from tests.utils.keys import create_key
 from tests.utils.runs import MODES, collect
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter
 
 SERVER_ENV = {"THREADLINE_AUTH": "keys", "THREADLINE_THREADLESS_GRACE_SECONDS": "1"}

@@ -24,9 +24,9 @@ from typing import Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, serving
 from tests.api.conftest import FAST
 from tests.utils.runs import new_thread, wait_status
+from tests.utils.server import ServerProcess, serving
 from tests.utils.tasks import counter
 
 SEND_TIMEOUT = 1.0

@@ -11,9 +11,11 @@ import time
 import httpx
 import pytest
 
-from eval.harness import ServerProcess, SSEEvent, counter_lines, read_sse
 from tests.utils.runs import MODES, new_thread, read_events, wait_status
+from tests.utils.server import ServerProcess
+from tests.utils.sse import SSEEvent, read_sse
 from tests.utils.tasks import counter
+from tests.utils.workspace import counter_lines
 
 
 async def join(

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from eval.harness import ServerProcess, serving
 from tests.api.conftest import FAST
 from tests.utils.keys import create_key
+from tests.utils.server import ServerProcess, serving
 
 MEMORY_GRAPH = textwrap.dedent(
     '''

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from eval.harness import ServerProcess
 from tests.api.conftest import one_graph_project
 from tests.utils.runs import sdk_client
+from tests.utils.server import ServerProcess
 
 GRAPH = textwrap.dedent(
     '''

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from eval.harness import ServerProcess
 from tests.api.conftest import one_graph_project
 from tests.utils.runs import sdk_client
+from tests.utils.server import ServerProcess
 
 NESTED_GRAPH = textwrap.dedent(
     '''

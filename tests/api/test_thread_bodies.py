@@ -13,9 +13,9 @@ import httpx
 import pytest
 from langgraph_sdk.errors import UnprocessableEntityError
 
-from eval.harness import ServerProcess
 from tests.api.conftest import one_graph_project
 from tests.utils.runs import sdk_client
+from tests.utils.server import ServerProcess
 
 NOTES_GRAPH = textwrap.dedent(
     '''

@@ -26,9 +26,9 @@ from api.platform.database import connection_kwargs
 from api.project.graphs import GraphConfigError
 from api.runs.thread_ttl import read_ttl
 from api.store import runs, thread_ttl, threads
-from eval.harness import ServerProcess, serving
 from tests.api.conftest import FAST
 from tests.utils.runs import sdk_client
+from tests.utils.server import ServerProcess, serving
 
 GRAPH_PY = textwrap.dedent(
     """

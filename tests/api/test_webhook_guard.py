@@ -23,7 +23,7 @@ from api.contract.webhook_url import (
 )
 from api.engine.webhook_send import client, post
 from api.platform.settings import Settings
-from eval.harness import free_port
+from tests.utils.processes import free_port
 from tests.utils.webhook_receiver import receiving
 
 BODY = json.dumps({"run_id": "r1", "status": "success"}).encode()

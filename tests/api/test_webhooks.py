@@ -20,9 +20,10 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from eval.harness import ServerProcess, free_port, serving
 from tests.api.conftest import FAST
+from tests.utils.processes import free_port
 from tests.utils.runs import sdk_client, wait_status
+from tests.utils.server import ServerProcess, serving
 from tests.utils.webhook_receiver import Receiver, eventually, receiving
 
 GRAPH = textwrap.dedent(

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from eval.harness import ServerProcess
 from tests.real_model.conftest import MODEL
 from tests.real_model.proxy import ERROR_MESSAGE, ModelProxy
 from tests.utils.runs import collect, sdk_client
+from tests.utils.server import ServerProcess
 
 NODE_ATTEMPTS = 3
 """``RetryPolicy(max_attempts=3)`` of the agent node (``agent.graph``)."""

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval.harness import LEAKY_ENV, ServerProcess
 from tests.api.conftest import FAST
 from tests.utils.fake_openai import FakeOpenAIServer
+from tests.utils.server import LEAKY_ENV, ServerProcess
 
 PROJECTS = Path(__file__).resolve().parent.parent / "projects"
 NAMESPACE = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

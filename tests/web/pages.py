@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eval.harness import ServerProcess, kill_strays
+from tests.utils.processes import kill_strays
+from tests.utils.server import ServerProcess
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

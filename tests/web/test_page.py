@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
-from eval.harness import ServerProcess
 from tests.utils.db import fresh_database
+from tests.utils.server import ServerProcess
 from tests.web.pages import CHROMIUM, RECORD_CONNECTION, make_server, open_page, running
 
 if TYPE_CHECKING:

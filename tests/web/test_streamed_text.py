@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from eval.harness import ServerProcess
 from tests.utils.db import fresh_database
 from tests.utils.fake_openai import FakeOpenAIServer, Reply, ToolCall
+from tests.utils.server import ServerProcess
 from tests.web.pages import CHROMIUM, make_server, open_page, running
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from agent.models.openai_model import openai_chat_model
-from eval.harness import free_port
 from tests.utils.fake_openai import ErrorReply, FakeOpenAIServer
+from tests.utils.processes import free_port
 
 
 async def _consume(model: Any, streaming: bool) -> None:
