@@ -6,8 +6,10 @@ and loading one replays its ancestors' writes back to the last snapshot. Deletin
 would silently empty the list, which is why ``AsyncPostgresSaver.aprune`` refuses such threads.
 This does what LangGraph's ``BaseCheckpointSaver.prune`` documentation prescribes for them: it
 resolves each delta channel's value at the kept checkpoint (the ordinary ancestor walk), stores it
-there as a ``_DeltaSnapshot`` blob, then deletes the other checkpoints, their writes and the
-blobs no longer referenced, all in one transaction.
+there whole, as a blob of the plain value (which ``DeltaChannel.from_checkpoint`` restores
+directly, as it does its own snapshots, whose type LangGraph does not export), then deletes the
+other checkpoints, their writes and the blobs no longer referenced, all in one transaction
+(``api.store.checkpoint_tables.history``).
 
 Only threads whose checkpoints are all in the root namespace are compacted (the built-in agent
 has no subgraphs); others are left as they are.
@@ -19,48 +21,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
 
-from api.durable.saver import PooledSaver, delta_channels
+from api.durable.run_memory import delta_channels
+from api.durable.saver import PooledSaver
 from api.platform.database import Pool
 from api.store import runs
-
-SNAPSHOT_BLOB_SQL = """
-INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
-VALUES (%s, '', %s, %s, %s, %s)
-ON CONFLICT (thread_id, checkpoint_ns, channel, version)
-DO UPDATE SET type = EXCLUDED.type, blob = EXCLUDED.blob
-"""
-
-DELETE_WRITES_SQL = """
-DELETE FROM checkpoint_writes
-WHERE thread_id = %(t)s AND checkpoint_ns = '' AND checkpoint_id <> %(kept)s
-"""
-
-DELETE_CHECKPOINTS_SQL = """
-DELETE FROM checkpoints
-WHERE thread_id = %(t)s AND checkpoint_ns = '' AND checkpoint_id <> %(kept)s
-"""
-
-# The kept checkpoint starts the chain now; its delta channels were just snapshotted.
-DETACH_SQL = """
-UPDATE checkpoints
-SET parent_checkpoint_id = NULL, metadata = metadata - 'counters_since_delta_snapshot'
-WHERE thread_id = %(t)s AND checkpoint_ns = '' AND checkpoint_id = %(kept)s
-"""
-
-DELETE_UNREFERENCED_BLOBS_SQL = """
-DELETE FROM checkpoint_blobs b
-WHERE b.thread_id = %(t)s AND b.checkpoint_ns = ''
-AND NOT EXISTS (
-    SELECT 1 FROM checkpoints c
-    CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') AS v
-    WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = ''
-    AND v.key = b.channel AND v.value = b.version
-)
-"""
+from api.store.checkpoint_tables import history
+from api.store.checkpoint_tables.rows import blob_rows
 
 
 @dataclass(frozen=True)
@@ -102,16 +71,10 @@ async def compact_thread(
     if latest is None:
         return Compacted(kept=None, skipped="the thread has no checkpoints")
     async with pool.connection() as conn:
-        cur = await conn.execute(
-            "SELECT count(*) FILTER (WHERE checkpoint_ns <> '') AS nested, count(*) AS n"
-            " FROM checkpoints WHERE thread_id = %s",
-            (thread_id,),
-        )
-        counts = await cur.fetchone()
-    assert counts is not None
-    if counts["nested"]:
+        nested, count = await history.count_checkpoints(conn, thread_id)
+    if nested:
         return Compacted(kept=None, skipped="the thread has subgraph checkpoints")
-    if counts["n"] <= 1:
+    if count <= 1:
         return Compacted(kept=latest.checkpoint["id"], deleted_checkpoints=0)
     versions = latest.checkpoint["channel_versions"]
     delta = sorted(name for name in delta_channels(graph) if name in versions)
@@ -124,30 +87,15 @@ async def compact_thread(
             return Compacted(kept=None, skipped=f"delta channels outside the state: {missing}")
         values = {name: state.values[name] for name in delta}
     kept = latest.checkpoint["id"]
-    params = {"t": thread_id, "kept": kept}
+    snapshots = blob_rows(saver.serde, thread_id, "", values, {k: versions[k] for k in values})
     async with pool.connection() as conn, conn.transaction():
         # One snapshot of the tables: a checkpoint saved meanwhile is neither seen nor deleted.
         await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         if check_idle and await runs.lock_thread(conn, thread_id):  # it has active runs
             raise ThreadBusy(thread_id)
-        cur = await conn.execute(
-            "SELECT max(checkpoint_id) AS latest FROM checkpoints"
-            " WHERE thread_id = %s AND checkpoint_ns = ''",
-            (thread_id,),
-        )
-        row = await cur.fetchone()
-        if row is None or row["latest"] != kept:
+        if await history.latest_checkpoint(conn, thread_id) != kept:
             return Compacted(kept=None, skipped="the thread moved on while it was read")
-        for name, value in values.items():
-            kind, blob = saver.serde.dumps_typed(_DeltaSnapshot(value))
-            await conn.execute(
-                SNAPSHOT_BLOB_SQL, (thread_id, name, str(versions[name]), kind, blob)
-            )
-        await conn.execute(DELETE_WRITES_SQL, params)
-        cur = await conn.execute(DELETE_CHECKPOINTS_SQL, params)
-        deleted = cur.rowcount
-        await conn.execute(DETACH_SQL, params)
-        await conn.execute(DELETE_UNREFERENCED_BLOBS_SQL, params)
+        deleted = await history.keep_only(conn, thread_id, kept, snapshots)
     return Compacted(kept=kept, deleted_checkpoints=deleted)
 
 

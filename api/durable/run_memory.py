@@ -1,21 +1,41 @@
-"""What the checkpointer keeps of a running run between its calls (``api.durable.saver``): the input
-checkpoint and the one after it, held back; the hint that the thread has none yet; the last
-checkpoint it stored. Each is the run's own (named by its ``EVENTS_BARRIER_KEY`` function, or
-carried in its config) and is dropped when the attempt ends (``PooledSaver.forget``)."""
+"""What the checkpointer (``api.durable.saver``) knows of a run the service executes: what the run
+tells it (:class:`SaverRun`, in its config), and what it keeps of the run between its calls (the
+input checkpoint and the one after it, held back; the last checkpoint it stored). Each is the
+run's own (named by its :attr:`SaverRun.events` function) and is dropped when the attempt ends
+(``PooledSaver.forget``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
-from api.store.step_statement import WriteRow
+from api.store.checkpoint_tables.rows import BlobRow, is_delta_snapshot
+from api.store.events import EventRows
 
-NO_CHECKPOINT_KEY = "__threadline_no_checkpoint"
-"""In a run's ``config["configurable"]``: a :class:`NoCheckpointYet`."""
+RUN_KEY = "__threadline_run"
+"""In a run's ``config["configurable"]``: its :class:`SaverRun`. LangGraph hands the
+checkpointer every call's config, and ``configurable`` is its public place for per-run values."""
+
+
+class StepEvents(Protocol):
+    """A run's events as a checkpoint's statement takes them along
+    (``api.durable.event_writer.CheckpointEvents``)."""
+
+    def take(self) -> EventRows | None:
+        """The events queued so far, now the statement's (``None``: none)."""
+
+    def stored(self) -> None:
+        """The statement that took them committed."""
+
+
+EventsBarrier = Callable[[], AbstractAsyncContextManager[StepEvents]]
+"""Enters the run's event log for one checkpoint (``Emitter.with_checkpoint``)."""
 
 
 @dataclass
@@ -28,6 +48,52 @@ class NoCheckpointYet:
     Answered once; any later read goes to the database."""
 
     used: bool = False
+
+
+@dataclass(frozen=True)
+class SaverRun:
+    """What the checkpointer needs of a run the service executes, in its config (``RUN_KEY``);
+    :func:`run_configurable` makes it. A run without one is checkpointed as the stock saver
+    does."""
+
+    events: EventsBarrier
+    """Entered for each checkpoint: the saver takes the run's events emitted before it into the
+    checkpoint's statement and reports when that statement succeeded, so they are stored with
+    it, in one commit. It also names the run: what the saver holds back or remembers is that
+    run's only. The saver holds a task's writes for the same statement
+    (``api.durable.task_writes``), or stores them alone when no checkpoint comes soon. A step
+    whose writes were saved but not its checkpoint runs again as cached on a takeover, and
+    LangGraph emits its updates again; the takeover dedupe stores those an earlier attempt did
+    not (``api.durable.takeover``)."""
+    delta_channels: frozenset[str] = frozenset()
+    """The graph's ``DeltaChannel`` channels (:func:`delta_channels`). LangGraph saves a step's
+    checkpoint only after the task writes to such a channel are stored (it is rebuilt from its
+    writes), so those cannot wait for the checkpoint to take them along: they are stored at
+    once (``api.durable.task_writes``)."""
+    no_checkpoint: NoCheckpointYet | None = None
+    """The thread had no checkpoint when the run was claimed (:class:`NoCheckpointYet`)."""
+
+
+def delta_channels(graph: Any) -> frozenset[str]:
+    """The names of ``graph``'s ``DeltaChannel`` channels (the built-in agent's ``messages``)."""
+    channels = getattr(graph, "channels", None) or {}
+    return frozenset(name for name, ch in channels.items() if isinstance(ch, DeltaChannel))
+
+
+def run_configurable(
+    events: EventsBarrier, graph: Any = None, *, no_checkpoint: bool = False
+) -> dict[str, SaverRun]:
+    """The entry to put in the ``config["configurable"]`` of a run the service executes on
+    ``graph``, whose events ``events`` hands to each checkpoint; ``no_checkpoint``: its thread
+    has none yet."""
+    hint = NoCheckpointYet() if no_checkpoint else None
+    return {RUN_KEY: SaverRun(events, delta_channels(graph), hint)}
+
+
+def saver_run(configurable: Mapping[str, Any]) -> SaverRun | None:
+    """The run's :class:`SaverRun`; None: not a run the service executes."""
+    run = configurable.get(RUN_KEY)
+    return run if isinstance(run, SaverRun) else None
 
 
 @dataclass
@@ -46,10 +112,10 @@ class HeldCheckpoint:
     shown at once, ``api.durable.event_writer.MID_STEP``.)"""
 
     row: dict[str, Any]
-    blobs: list[WriteRow]
+    blobs: list[BlobRow]
     """The blobs of this checkpoint and of those in ``earlier``."""
-    events: Any
-    """The run's ``EVENTS_BARRIER_KEY`` function: a checkpoint is held for that run only."""
+    events: EventsBarrier
+    """The run's :attr:`SaverRun.events`: a checkpoint is held for that run only."""
     earlier: list[dict[str, Any]] = field(default_factory=list)
     """The held checkpoint before this one (the input), if any."""
 
@@ -62,7 +128,7 @@ class HeldCheckpoint:
             and row["parent_id"] == self.row["checkpoint_id"]
         )
 
-    def then(self, row: dict[str, Any], blobs: list[WriteRow]) -> HeldCheckpoint:
+    def then(self, row: dict[str, Any], blobs: list[BlobRow]) -> HeldCheckpoint:
         """This checkpoint and ``row`` after it, both held."""
         return HeldCheckpoint(row, self.blobs + blobs, self.events, [*self.earlier, self.row])
 
@@ -74,19 +140,23 @@ class LastWritten:
     pending writes, unless a task wrote since (an interrupt: then the database is read). Not
     kept for delta channels, which the stock saver rebuilds from their writes."""
 
-    events: Any
-    """The run's ``EVENTS_BARRIER_KEY`` function: answered to that run only."""
+    events: EventsBarrier
+    """The run's :attr:`SaverRun.events`: answered to that run only."""
     tuple: CheckpointTuple
 
     @classmethod
     def of(
-        cls, events: Any, saved: RunnableConfig, checkpoint: Checkpoint, row: dict[str, Any]
+        cls,
+        events: EventsBarrier,
+        saved: RunnableConfig,
+        checkpoint: Checkpoint,
+        row: dict[str, Any],
     ) -> LastWritten | None:
         """What a run's read of the checkpoint it just stored (``row``, named by ``saved``)
         returns; None for a subgraph's, or one with delta channels."""
         configurable = saved["configurable"]
         if configurable["checkpoint_ns"] or any(
-            isinstance(v, _DeltaSnapshot) for v in checkpoint["channel_values"].values()
+            is_delta_snapshot(v) for v in checkpoint["channel_values"].values()
         ):
             return None
         parent = row["parent_id"]

@@ -7,7 +7,8 @@ hands a task's writes to a :class:`WriteBuffer` instead:
 
 - a checkpoint of the same thread saved within ``LINGER_SECONDS`` takes them along as it is
   handed to the saver (before it waits for a connection): they are written in its transaction,
-  before it, in its one statement (:meth:`WriteBuffer.take`, ``api.store.step_statement``);
+  before it, in its one statement (:meth:`WriteBuffer.take`,
+  ``api.store.checkpoint_tables.step``);
 - otherwise they are written on their own when the delay is over, together with every other
   write of the thread that came meanwhile (the parallel tasks of one step): one statement,
   which also stores the checkpoints the run holds back, if any (``api.durable.run_memory``).
@@ -16,7 +17,8 @@ Writes to a ``DeltaChannel`` (the built-in agent's ``messages``) do not wait: La
 the step's checkpoint only after they are stored (the channel is rebuilt from its writes), so
 no checkpoint can come to take them along, and waiting would hold every step for the whole
 delay. They, and the thread's other queued writes, are stored in the event loop's next round
-(``api.durable.saver.DELTA_CHANNELS_KEY``): a statement of their own, then the checkpoint's.
+(``api.durable.run_memory.SaverRun.delta_channels``): a statement of their own, then the
+checkpoint's.
 
 ``aput_writes`` returns once its writes are committed, either way, so what waits for them
 (LangGraph's background executor at the end of a run, a checkpoint after delta-channel writes)
@@ -37,7 +39,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from api.platform.database import run_to_completion
-from api.store.step_statement import TaskWrite, writes_statement
+from api.store.checkpoint_tables.step import TaskWrite, writes_statement
 
 LINGER_SECONDS = 0.02
 """How long a task's writes wait for a checkpoint to take them along before they are stored
@@ -71,7 +73,7 @@ class PendingWrites:
 
 
 Connect = Callable[[], AbstractAsyncContextManager[AsyncConnection[Any]]]
-"""Opens a connection for writes stored on their own (the saver's lock, then the pool)."""
+"""Opens a connection for writes stored on their own (a slot of the saver's, then the pool)."""
 
 Flush = Callable[[str, PendingWrites], Awaitable[None]]
 """Stores a thread's writes whose delay is over: with the checkpoints its run holds back

@@ -14,14 +14,15 @@ import logging
 from typing import Any
 
 from api.platform.database import Pool
-from api.store import run_checkpoints, runs
+from api.store import runs
+from api.store.checkpoint_tables import history
 
 logger = logging.getLogger(__name__)
 
 
 async def roll_back(pool: Pool, thread_id: str, run_ids: list[str]) -> None:
     async with pool.connection() as conn, conn.transaction():
-        gone = await run_checkpoints.delete_of_runs(conn, thread_id, run_ids)
+        gone = await history.delete_of_runs(conn, thread_id, run_ids)
         removed = await runs.delete_finished(conn, thread_id, run_ids)
     if gone or removed:
         logger.info("thread %s: rolled back %d run(s), %d checkpoint(s)", thread_id, removed, gone)

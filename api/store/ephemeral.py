@@ -6,6 +6,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from api.store.checkpoint_tables import history
+
 DONE = """
 SELECT DISTINCT r.thread_id FROM runs r
 WHERE r.kwargs ->> 'on_completion' = 'delete'
@@ -39,7 +41,6 @@ async def remove(conn: AsyncConnection[Any], thread_id: str, grace: float) -> bo
         cur = await conn.execute(BUSY, {"t": thread_id, "grace": grace})
         if await cur.fetchone() is not None:
             return False
-        for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
-            await conn.execute(f"DELETE FROM {table} WHERE thread_id = %s", (thread_id,))
+        await history.delete_threads(conn, [thread_id])
         await conn.execute("DELETE FROM threads WHERE thread_id = %s", (thread_id,))
     return True

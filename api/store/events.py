@@ -38,14 +38,14 @@ FENCED_EVENTS_CTE = (
     f"{_INSERT},\nfence AS (\n    SELECT threadline_fence(c.n, %(expected)s, %(run)s),{_COUNTED}),"
 )
 """The same insert as ``WITH`` clauses, for a statement of the caller's (a step's,
-``api.store.step_statement``; a run's end, ``api.store.run_end``): its ``fence`` fails the whole
-statement when the attempt does not hold the run."""
+``api.store.checkpoint_tables.step``; a run's end, ``api.store.run_end``): its ``fence`` fails
+the whole statement when the attempt does not hold the run."""
 
 
 @dataclass
 class EventRows:
     """A batch of one attempt's events, to be stored by a statement of the caller's (a step's
-    checkpoint, ``api.store.step_statement``; its end, ``api.store.run_end``), fenced by
+    checkpoint, ``api.store.checkpoint_tables.step``; its end, ``api.store.run_end``), fenced by
     :data:`FENCED_EVENTS_CTE`."""
 
     run_id: str

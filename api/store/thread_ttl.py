@@ -8,6 +8,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from api.store.checkpoint_tables import history
 from api.store.rows import iso
 
 ACTIVE = "status IN ('pending', 'running')"
@@ -45,8 +46,7 @@ async def delete(conn: AsyncConnection[Any], thread_ids: list[str]) -> None:
     deletes); their runs, events and schedules go with their rows."""
     if not thread_ids:
         return
-    for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
-        await conn.execute(f"DELETE FROM {table} WHERE thread_id = ANY(%s)", (thread_ids,))
+    await history.delete_threads(conn, thread_ids)
     await conn.execute("DELETE FROM threads WHERE thread_id = ANY(%s)", (thread_ids,))
 
 

@@ -1,4 +1,4 @@
-"""Short channel versions (``PooledSaver.get_next_version``): ordered, unique per fork, and
+"""Short channel versions (``SaverPool.get_next_version``): ordered, unique per fork, and
 compatible with threads the stock ``AsyncPostgresSaver`` wrote."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from agent import ApprovalPolicy, Limits, build_graph
 from agent.tools import default_tools
-from api.durable.saver import VERSION_DIGITS, next_channel_version
+from api.durable.saver_pool import VERSION_DIGITS, next_channel_version
 from api.engine.runtime import Runtime
 from tests.utils.scripted_model import ScriptedChatModel, call
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -20,9 +20,9 @@ from langgraph_sdk.errors import ConflictError, NotFoundError
 from agent import ApprovalPolicy, Limits
 from api.durable.compaction import compact_thread
 from api.engine.runtime import Runtime
-from eval.harness import ServerProcess
 from tests.utils.graphs import scripted_graph
 from tests.utils.scripted_model import ScriptedChatModel, call
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter, greet
 
 SERVER_ENV = {"THREADLINE_CHECKPOINT_RETENTION": "latest"}
@@ -167,6 +167,25 @@ async def test_a_long_thread_compacts_to_its_snapshot_and_goes_on(runtime: Runti
     assert (await graph.aget_state(config)).values == more.values
 
 
+class MovesOnWhileRead:
+    """The graph, except that another run lands on the thread while its state is read (a
+    wrapper: the graph itself is left as LangGraph made it)."""
+
+    def __init__(self, graph: Any, config: RunnableConfig) -> None:
+        self.graph = graph
+        self.config = config
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.graph, name)
+
+    async def aget_state(self, *args: Any, **kwargs: Any) -> Any:
+        state = await self.graph.aget_state(*args, **kwargs)
+        await self.graph.ainvoke(
+            {"messages": [HumanMessage("more")]}, self.config, durability="sync"
+        )
+        return state
+
+
 async def test_compaction_deletes_nothing_when_the_thread_moved_on_meanwhile(
     runtime: Runtime,
 ) -> None:
@@ -175,17 +194,9 @@ async def test_compaction_deletes_nothing_when_the_thread_moved_on_meanwhile(
     thread_id = str(uuid.uuid4())
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 50}
     await graph.ainvoke({"messages": [HumanMessage("go")]}, config, durability="sync")
-    real_get_state = graph.aget_state
-
-    async def read_then_a_run_lands(*args: Any, **kwargs: Any) -> Any:
-        state = await real_get_state(*args, **kwargs)
-        await graph.ainvoke({"messages": [HumanMessage("more")]}, config, durability="sync")
-        return state
-
-    graph.aget_state = read_then_a_run_lands
     rows = checkpoint_rows(runtime.settings.database_url or "", thread_id)
-    done = await compact_thread(runtime.pool, runtime.saver, graph, thread_id)
-    graph.aget_state = real_get_state
+    moving = MovesOnWhileRead(graph, config)
+    done = await compact_thread(runtime.pool, runtime.saver, cast(Any, moving), thread_id)
     assert done.kept is None and done.skipped == "the thread moved on while it was read"
     after = checkpoint_rows(runtime.settings.database_url or "", thread_id)
     assert after["checkpoints"] > rows["checkpoints"]  # the second run's, and nothing deleted

@@ -16,7 +16,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from api.durable import task_writes
 from api.durable.hub import Hub
-from api.durable.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.durable.run_memory import run_configurable
+from api.durable.saver import PooledSaver
 from api.engine.execution import Executor
 from api.store import runs, threads
 from tests.utils.served import barrier, one_node_graph, served_config
@@ -53,9 +54,9 @@ async def _held_input_and_start(saver: PooledSaver, thread_id: str) -> Any:
     config = served_config(thread_id, served=True)
     config["configurable"]["checkpoint_ns"] = ""
     saved = await saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
-    then = {"configurable": {**saved["configurable"], EVENTS_BARRIER_KEY: barrier}}
+    then = {"configurable": {**saved["configurable"], **run_configurable(barrier)}}
     saved = await saver.aput(then, empty_checkpoint(), {"source": "loop", "step": 0}, {})
-    return {"configurable": {**saved["configurable"], EVENTS_BARRIER_KEY: barrier}}
+    return {"configurable": {**saved["configurable"], **run_configurable(barrier)}}
 
 
 async def test_the_input_and_start_checkpoints_go_in_the_next_checkpoints_statement(
@@ -155,7 +156,7 @@ async def _served_history(
         [(run, last_seq)] = await runs.claim(conn, "test", 30.0)
     await Executor(runtime, Hub(runtime.database.url)).execute(run, last_seq)
     async with runtime.pool.connection() as conn:
-        ended = await runs.by_id(conn, run["run_id"])
+        ended = await runs.by_id(conn, run.run_id)
     assert ended is not None and ended["status"] == status
     # The attempt's end dropped what the saver kept of it (``PooledSaver.forget``).
     assert runtime.saver.held == {} and runtime.saver.written == {}

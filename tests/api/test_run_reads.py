@@ -12,11 +12,12 @@ from typing import Any
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.types import Command, interrupt
 
-from api.durable.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
+from api.durable.run_memory import RUN_KEY, NoCheckpointYet, SaverRun
 from api.durable.saver import PooledSaver
 from api.store import runs, threads
+from api.store.claimed_run import ClaimedRun
 from tests.utils.runs import claimed_run
-from tests.utils.served import State, channels_graph, one_node_graph, served_config
+from tests.utils.served import State, barrier, channels_graph, one_node_graph, served_config
 
 
 async def _claimed_at_once(runtime: Any, thread_id: str) -> bool:
@@ -32,7 +33,8 @@ async def _claimed_at_once(runtime: Any, thread_id: str) -> bool:
         )
         run = await inserted.row()
         await conn.execute("UPDATE runs SET status = 'success' WHERE run_id = %s", (run["run_id"],))
-    return inserted.no_checkpoint
+    assert inserted.claimed is not None
+    return inserted.claimed.no_checkpoint
 
 
 async def test_a_run_claimed_at_once_says_whether_its_thread_has_a_checkpoint(
@@ -47,9 +49,9 @@ async def test_a_run_claimed_at_once_says_whether_its_thread_has_a_checkpoint(
     assert await _claimed_at_once(runtime, thread_id) is False
 
 
-async def _ended(runtime: Any, run: dict[str, Any]) -> None:
+async def _ended(runtime: Any, run: ClaimedRun) -> None:
     async with runtime.pool.connection() as conn:
-        await conn.execute("UPDATE runs SET status = 'success' WHERE run_id = %s", (run["run_id"],))
+        await conn.execute("UPDATE runs SET status = 'success' WHERE run_id = %s", (run.run_id,))
 
 
 async def test_a_first_attempt_claimed_from_the_queue_says_whether_its_thread_has_a_checkpoint(
@@ -61,15 +63,15 @@ async def test_a_first_attempt_claimed_from_the_queue_says_whether_its_thread_ha
     async with runtime.pool.connection() as conn:
         await threads.create(conn, thread_id, {}, None)
     first = await claimed_run(runtime, thread_id)
-    assert (first["attempt"], first["no_checkpoint"]) == (1, True)
+    assert (first.attempt, first.no_checkpoint) == (1, True)
     async with runtime.pool.connection() as conn:  # its lease runs out: the next claim takes it
         await conn.execute(
             "UPDATE runs SET lease_until = now() - interval '1 second' WHERE run_id = %s",
-            (first["run_id"],),
+            (first.run_id,),
         )
         [(again, _)] = await runs.claim(conn, "test", 30.0)
-    assert (again["run_id"], again["attempt"], again["no_checkpoint"]) == (
-        first["run_id"],
+    assert (again.run_id, again.attempt, again.no_checkpoint) == (
+        first.run_id,
         2,
         False,
     )
@@ -77,7 +79,7 @@ async def test_a_first_attempt_claimed_from_the_queue_says_whether_its_thread_ha
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     await runtime.saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
     later = await claimed_run(runtime, thread_id)
-    assert (later["attempt"], later["no_checkpoint"]) == (1, False)
+    assert (later.attempt, later.no_checkpoint) == (1, False)
     await _ended(runtime, later)
 
 
@@ -93,9 +95,10 @@ async def test_the_hint_answers_the_first_read_of_the_root_namespace_only(runtim
         {},
     )
     hint = NoCheckpointYet()
+    run = SaverRun(barrier, no_checkpoint=hint)
 
     def config(**extra: str) -> Any:
-        return {"configurable": {"thread_id": thread_id, NO_CHECKPOINT_KEY: hint, **extra}}
+        return {"configurable": {"thread_id": thread_id, RUN_KEY: run, **extra}}
 
     assert await saver.aget_tuple(config(checkpoint_ns="sub:1")) is None  # none there: read
     assert not hint.used

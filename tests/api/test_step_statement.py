@@ -1,6 +1,5 @@
-"""A served run's step is stored by one statement (``api.store.step_statement``): the same rows as
-the
-stock saver's statements, one by one, would store."""
+"""A served run's step is stored by one statement (``api.store.checkpoint_tables.step``): the same
+rows as the stock saver's statements, one by one, would store."""
 
 from __future__ import annotations
 
@@ -11,13 +10,15 @@ from typing import Any
 
 from langgraph.checkpoint.base import empty_checkpoint
 
-from api.durable.saver import EVENTS_BARRIER_KEY
-from api.store.step_statement import TaskWrite, _json, resolve_writes
+from api.durable.run_memory import run_configurable
+from api.store.checkpoint_tables.rows import jsonb
+from api.store.checkpoint_tables.step import TaskWrite, resolve_writes
 from tests.utils.served import barrier, channels_graph, served_config
 
 
 def _counter(version: Any) -> str:
-    """A channel version without its random part (``api.durable.saver.next_channel_version``)."""
+    """A channel version without its random part
+    (``api.durable.saver_pool.next_channel_version``)."""
     return str(version).split(".", 1)[0]
 
 
@@ -100,7 +101,7 @@ async def test_repeated_writes_in_one_statement_store_what_one_by_one_would(
         )
         config: Any = {"configurable": {**first["configurable"]}}
         if served:
-            config["configurable"][EVENTS_BARRIER_KEY] = barrier
+            config["configurable"].update(run_configurable(barrier))
         writes: list[list[tuple[str, Any]]] = [
             [("notes", ["first"])],
             [("notes", ["second"])],
@@ -145,7 +146,7 @@ def test_resolving_writes_keeps_the_first_insert_and_the_last_upsert() -> None:
 
 
 def test_jsonb_values_orjson_refuses_are_written_as_the_stock_saver_writes_them() -> None:
-    assert json.loads(_json({"a": [1, "x"]})) == {"a": [1, "x"]}
+    assert json.loads(jsonb({"a": [1, "x"]})) == {"a": [1, "x"]}
     # Keys that are not strings and integers beyond 64 bits: the standard library's JSON.
-    assert _json({1: "one"}) == json.dumps({1: "one"}).encode()
-    assert json.loads(_json({"n": 2**70})) == {"n": 2**70}
+    assert jsonb({1: "one"}) == json.dumps({1: "one"}).encode()
+    assert json.loads(jsonb({"n": 2**70})) == {"n": 2**70}

@@ -1,9 +1,9 @@
 """A run's task writes are stored with the step's checkpoint (``api.durable.task_writes``).
 
 For a run the service executes, the writes of a step's tasks go in the statement of the
-checkpoint that follows them (``api.store.step_statement``), not in one transaction each; a task
-whose step goes on without it (a slow sibling) still has its writes stored on their own, soon; and
-writes taken into a checkpoint's statement share its fate.
+checkpoint that follows them (``api.store.checkpoint_tables.step``), not in one transaction each;
+a task whose step goes on without it (a slow sibling) still has its writes stored on their own,
+soon; and writes taken into a checkpoint's statement share its fate.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from api.contract.runs import RunCreate
 from api.durable import task_writes
-from api.durable.saver import DELTA_CHANNELS_KEY, EVENTS_BARRIER_KEY, PooledSaver, delta_channels
+from api.durable.run_memory import delta_channels, run_configurable
+from api.durable.saver import PooledSaver
 from api.durable.task_writes import LINGER_SECONDS
 from api.lifecycle import open_service
 from api.store.events import EventRows
@@ -70,7 +71,7 @@ class _Step:
 def _events(
     events: EventRows | None = None,
 ) -> Callable[[], AbstractAsyncContextManager[_Step]]:
-    """An events barrier (``EVENTS_BARRIER_KEY``) handing ``events`` to each checkpoint."""
+    """An events barrier (``SaverRun.events``) handing ``events`` to each checkpoint."""
 
     @asynccontextmanager
     async def barrier() -> AsyncIterator[_Step]:
@@ -94,7 +95,7 @@ def _config(thread_id: str, *, served: bool) -> Any:
     """A run as the service executes it (``served``: with the events barrier) or not."""
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if served:
-        configurable[EVENTS_BARRIER_KEY] = _events()
+        configurable.update(run_configurable(_events()))
     return {"configurable": configurable}
 
 
@@ -178,8 +179,7 @@ async def test_writes_to_a_delta_channel_are_stored_at_once_not_after_the_delay(
     assert delta_channels(graph) == {"done"}
     assert delta_channels(runtime.graphs["agent"]) == {"messages"}  # the built-in agent's
     thread_id = str(uuid.uuid4())
-    config = _config(thread_id, served=True)
-    config["configurable"][DELTA_CHANNELS_KEY] = delta_channels(graph)
+    config = {"configurable": {"thread_id": thread_id, **run_configurable(_events(), graph)}}
     final = await asyncio.wait_for(graph.ainvoke({}, config, durability="sync"), 20)
     assert sorted(final["done"]) == list(range(FAN_OUT)) and final["joined"]
     stored = await _writes(runtime, thread_id)
@@ -250,7 +250,7 @@ async def test_writes_taken_into_a_failed_checkpoint_are_not_stored_and_say_why(
     first = await _first_checkpoint(saver)
     thread_id = first["thread_id"]
     not_held = EventRows(str(uuid.uuid4()), 1, [(1, "custom", "{}")])
-    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events(not_held)}}
+    config: Any = {"configurable": {**first, **run_configurable(_events(not_held))}}
     write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
     await asyncio.sleep(0)  # queued, waiting for the checkpoint
     with pytest.raises(Exception, match="no longer held by this attempt"):
@@ -279,7 +279,7 @@ async def test_writes_of_a_checkpoint_cancelled_mid_write_are_reported_stored(
     thread_id = first["thread_id"]
     step = empty_checkpoint()
     await saver.aput({"configurable": dict(first)}, step, {"step": 0}, {})  # written again below
-    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events()}}
+    config: Any = {"configurable": {**first, **run_configurable(_events())}}
     write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
     await asyncio.sleep(0)
 
@@ -295,14 +295,14 @@ async def test_writes_of_a_checkpoint_cancelled_mid_write_are_reported_stored(
 async def test_a_checkpoint_waiting_for_a_connection_takes_the_writes_queued_before_it(
     runtime: Any,
 ) -> None:
-    """Under load a checkpoint waits for the saver's lock longer than the delay: the writes it
-    was handed after still go in its transaction, not in one of their own."""
+    """Under load a checkpoint waits for a slot of the saver's longer than the delay: the writes
+    it was handed after still go in its transaction, not in one of their own."""
     saver = runtime.saver
     first = await _first_checkpoint(saver)
-    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: _events()}}
+    config: Any = {"configurable": {**first, **run_configurable(_events())}}
     held = 0
-    while not saver.lock.locked():  # every connection the saver may use is busy
-        await saver.lock.acquire()
+    while not saver.slots.locked():  # every connection the saver may use is busy
+        await saver.slots.acquire()
         held += 1
     try:
         write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
@@ -312,7 +312,7 @@ async def test_a_checkpoint_waiting_for_a_connection_takes_the_writes_queued_bef
         assert not write.done() and not checkpoint.done()
     finally:
         for _ in range(held):
-            saver.lock.release()
+            saver.slots.release()
     await asyncio.wait_for(asyncio.gather(write, checkpoint), 10)
     [stored] = await _writes(runtime, first["thread_id"])
     assert stored["written_in"] == stored["next_in"]
@@ -331,7 +331,7 @@ async def test_writes_a_checkpoint_took_but_could_not_write_are_stored_on_their_
         raise RuntimeError("the event log is gone")
         yield _Step(None)  # pragma: no cover
 
-    config: Any = {"configurable": {**first, EVENTS_BARRIER_KEY: broken}}
+    config: Any = {"configurable": {**first, **run_configurable(broken)}}
     write = asyncio.create_task(saver.aput_writes(config, [("done", [7])], "task-1"))
     await asyncio.sleep(0)
     with pytest.raises(RuntimeError, match="the event log is gone"):

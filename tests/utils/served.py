@@ -10,7 +10,8 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from api.durable.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.durable.run_memory import run_configurable
+from api.durable.saver import PooledSaver
 from tests.utils.fan_out import fan_out
 
 
@@ -48,14 +49,14 @@ class NoEvents:
 
 @asynccontextmanager
 async def barrier() -> AsyncIterator[NoEvents]:
-    """A run's ``EVENTS_BARRIER_KEY`` function, with no events to take along."""
+    """A run's ``SaverRun.events``, with no events to take along."""
     yield NoEvents()
 
 
 def served_config(thread_id: str, *, served: bool) -> Any:
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if served:
-        configurable[EVENTS_BARRIER_KEY] = barrier
+        configurable.update(run_configurable(barrier))
     return {"configurable": configurable}
 
 

@@ -32,7 +32,8 @@ from api.http.routes.threads import SelectQuery, state_out
 from api.http.state_select import selected
 from api.platform.errors import Conflict, Invalid, NotFound
 from api.platform.validation import MAX_ID_LENGTH
-from api.store import checkpoints, runs, threads
+from api.store import runs, threads
+from api.store.checkpoint_tables import history
 
 router = APIRouter(tags=["threads"], route_class=CheckedRoute)
 
@@ -169,7 +170,7 @@ async def copy_thread(thread_id: ThreadId, svc: ServiceDep) -> Any:
         copied = await threads.copy(conn, thread_id, target, value.get("metadata") or {}, owner)
         if copied is None:
             raise Conflict("The new thread's id was taken; copy again.")
-        await checkpoints.copy_thread(conn, thread_id, target)
+        await history.copy_thread(conn, thread_id, target)
     for adapter in svc.runtime.adapters.values():  # the built-in agent's workspace
         await asyncio.to_thread(adapter.thread_copied, thread_id, target)
     return await svc.thread(target)

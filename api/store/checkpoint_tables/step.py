@@ -1,5 +1,5 @@
 """A step's checkpoint, the task writes before it and the run's events before it, in one
-statement.
+statement; task writes on their own.
 
 Sent as separate statements in one transaction (pipeline mode), a step of five parallel tasks
 costs about a dozen statements: ``BEGIN``, the events, one per task write, one per changed
@@ -7,7 +7,7 @@ channel's blob, the checkpoint, ``COMMIT``. Each is a message PostgreSQL wakes u
 result this process waits for. Here they are one ``INSERT`` with data-modifying ``WITH``
 clauses over JSON arrays of rows: one round trip, one implicit transaction, and the same rows
 the stock saver's statements store (``langgraph.checkpoint.postgres.base``: the tables and their
-conflict rules, which this module repeats).
+conflict rules, which this module repeats; the rows, :mod:`.rows`).
 
 The event log's fenced insert (``api.store.events.FENCED_EVENTS_CTE``) is part of it: the
 checkpoint's row is selected from the fence, so an attempt that lost its run stores nothing of
@@ -17,23 +17,13 @@ the step.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    get_serializable_checkpoint_metadata,
-)
-from langgraph.checkpoint.postgres.base import BasePostgresSaver
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
-from psycopg.types.json import Jsonb
 
+from api.store.checkpoint_tables.rows import BlobRow, WriteRow
 from api.store.events import FENCED_EVENTS_CTE, EventRows
 
 WRITE_COLUMNS = (
@@ -95,9 +85,6 @@ _OWN = ("checkpoint_id", "parent_id", "checkpoint", "metadata")
 WRITES_ONLY = f"WITH inserted AS ({_INSERT_WRITES}){_UPSERT_WRITES}"
 """Task writes no checkpoint took along (``api.durable.task_writes``)."""
 
-WriteRow = tuple[Any, ...]
-"""A row of ``checkpoint_writes`` as the stock saver builds it (``_dump_writes``)."""
-
 
 @dataclass
 class TaskWrite:
@@ -122,20 +109,11 @@ def resolve_writes(writes: list[TaskWrite]) -> tuple[list[WriteRow], list[WriteR
     return inserts, upserts
 
 
-def _json(value: Any) -> bytes:
-    """JSON for a ``jsonb`` column: orjson, or the standard library's for what orjson refuses
-    (keys that are not strings, integers beyond 64 bits), as the stock saver writes them."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value).encode()
-
-
 def _b64(blob: bytes | None) -> str | None:
     return None if blob is None else base64.b64encode(blob).decode()
 
 
-def _json_rows(rows: list[WriteRow]) -> str:
+def _json_rows(rows: Sequence[tuple[Any, ...]]) -> str:
     """Rows as a JSON array of arrays, the last column (bytes) in base64."""
     return orjson.dumps([[*row[:-1], _b64(row[-1])] for row in rows]).decode()
 
@@ -154,14 +132,15 @@ def step_statement(
     *,
     events: EventRows | None,
     writes: list[TaskWrite],
-    blobs: list[WriteRow],
+    blobs: list[BlobRow],
     checkpoint: dict[str, Any],
     earlier: Sequence[dict[str, Any]] = (),
 ) -> tuple[str, dict[str, Any]]:
     """The statement and its parameters. ``checkpoint`` holds ``thread_id``, ``checkpoint_ns``,
-    ``checkpoint_id``, ``parent_id``, ``checkpoint`` and ``metadata`` (``Jsonb``); ``earlier``,
-    the same of the checkpoints of its thread and namespace before it that were held back
-    (their blobs are in ``blobs``), are stored in the same statement."""
+    ``checkpoint_id``, ``parent_id``, ``checkpoint`` and ``metadata`` (``Jsonb``:
+    :func:`.rows.checkpoint_rows`); ``earlier``, the same of the checkpoints of its thread and
+    namespace before it that were held back (their blobs are in ``blobs``), are stored in the
+    same statement."""
     params = {
         **checkpoint,
         **_write_params(writes),
@@ -175,46 +154,3 @@ def step_statement(
         sql += f",\nearlier{index} AS ({_checkpoint_insert(prefix)})"
         params.update({prefix + k: v for k, v in held.items() if k in _OWN})
     return sql + _CHECKPOINT, params
-
-
-def checkpoint_rows(
-    saver: BasePostgresSaver,
-    config: RunnableConfig,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    new_versions: ChannelVersions,
-) -> tuple[dict[str, Any], list[WriteRow], RunnableConfig]:
-    """What the stock ``AsyncPostgresSaver.aput`` stores for a checkpoint: its row (primitive
-    channel values inline, the others moved to blobs), the blobs of the channels it changed,
-    and the config naming it. The blobs are serialized here, not in a thread: the stock saver's
-    hop to a thread costs more than a step's few small values take."""
-    configurable = config["configurable"]
-    thread_id = configurable["thread_id"]
-    checkpoint_ns = configurable["checkpoint_ns"]
-    copy = checkpoint.copy()
-    values = copy["channel_values"] = copy["channel_values"].copy()
-    blob_values: dict[str, Any] = {}
-    for k, v in checkpoint["channel_values"].items():
-        if isinstance(v, _DeltaSnapshot):
-            blob_values[k] = values.pop(k)
-            values[k] = True
-        elif not (v is None or isinstance(v, str | int | float | bool)):
-            blob_values[k] = values.pop(k)
-    blob_versions = {k: v for k, v in new_versions.items() if k in blob_values}
-    blobs = saver._dump_blobs(thread_id, checkpoint_ns, blob_values, blob_versions)
-    row = {
-        "thread_id": thread_id,
-        "checkpoint_ns": checkpoint_ns,
-        "checkpoint_id": checkpoint["id"],
-        "parent_id": configurable.get("checkpoint_id"),
-        "checkpoint": Jsonb(copy, dumps=_json),
-        "metadata": Jsonb(get_serializable_checkpoint_metadata(config, metadata), dumps=_json),
-    }
-    next_config: RunnableConfig = {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": checkpoint_ns,
-            "checkpoint_id": checkpoint["id"],
-        }
-    }
-    return row, list(blobs), next_config
