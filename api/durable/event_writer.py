@@ -4,7 +4,7 @@ An event is numbered and queued at once. What is queued is stored in one stateme
 two transactions:
 
 - **the next checkpoint's**: the checkpointer asks for the run's queued events
-  (:meth:`Emitter.with_checkpoint`, under ``api.durable.saver.EVENTS_BARRIER_KEY``) and writes them
+  (:meth:`Emitter.with_checkpoint`, ``api.durable.run_memory.SaverRun.events``) and writes them
   in the transaction that writes the checkpoint, before it. A step's events and its checkpoint cost
   one commit, and a checkpoint is never durable without the events emitted before it;
 - **its own**, when no checkpoint comes first: a flusher waits ``LINGER_SECONDS`` after an
@@ -39,6 +39,7 @@ from api.platform.database import Pool
 from api.platform.serde import dumps
 from api.store import audit, events
 from api.store.audit import PriorResult, ToolRecord
+from api.store.claimed_run import ClaimedRun
 from api.store.events import LostRun
 
 LINGER_SECONDS = 0.02
@@ -104,14 +105,12 @@ class Emitter:
         self._committed: Batch = []
         self._shown = False
         """Whether an event emitted during a step was stored at once yet (``MID_STEP``)."""
-        self.run: dict[str, Any] = {}
-        """The run whose attempt writes (its end reads it)."""
 
     @classmethod
-    def of_run(cls, pool: Pool, hub: Hub, run: dict[str, Any], seq: int = 0) -> Emitter:
+    def of_run(cls, pool: Pool, hub: Hub, run: ClaimedRun, seq: int = 0) -> Emitter:
         """The writer of ``run``'s attempt, whose last event so far is ``seq``."""
-        emitter = cls(pool, hub, run["run_id"], run["attempt"], run["thread_id"])
-        emitter.seq, emitter.run = seq, run
+        emitter = cls(pool, hub, run.run_id, run.attempt, run.thread_id)
+        emitter.seq = seq
         return emitter
 
     async def prior_result(self, idempotency_key: str) -> PriorResult | None:
@@ -149,10 +148,10 @@ class Emitter:
     async def with_checkpoint(self) -> AsyncIterator[CheckpointEvents]:
         """For a checkpoint's write: yields :class:`CheckpointEvents`, whose ``take()`` hands
         over every event queued so far, for the checkpoint's statement to store before it
-        (``api.store.step_statement``: fenced by an error that fails the statement, not by a count
-        read back). The writer calls ``stored()`` once the statement succeeded; the events are
-        streamed when the block exits. An error in the block before that puts them back in the
-        queue, unstored; the fence's error comes out as :class:`LostRun`."""
+        (``api.store.checkpoint_tables.step``: fenced by an error that fails the statement, not
+        by a count read back). The writer calls ``stored()`` once the statement succeeded; the
+        events are streamed when the block exits. An error in the block before that puts them
+        back in the queue, unstored; the fence's error comes out as :class:`LostRun`."""
         self._raise_failure()
         async with self._writing:
             self._raise_failure()

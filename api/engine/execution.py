@@ -22,8 +22,8 @@ from api.durable.compaction import compact_thread
 from api.durable.event_writer import CheckpointEvents, Emitter
 from api.durable.hub import Hub
 from api.durable.run_events import ErrorEvent, MetadataEvent, RunStatus, end_event
-from api.durable.run_memory import NO_CHECKPOINT_KEY, NoCheckpointYet
-from api.durable.saver import DELTA_CHANNELS_KEY, EVENTS_BARRIER_KEY, PooledSaver, delta_channels
+from api.durable.run_memory import run_configurable as saver_configurable
+from api.durable.saver import PooledSaver
 from api.durable.stream_modes import event_name, event_names
 from api.durable.takeover import TakeoverDedupe
 from api.engine.rollback import roll_back, rolled_back
@@ -36,6 +36,7 @@ from api.platform.db_health import is_database_fault
 from api.platform.metrics import StepTimer
 from api.platform.serde import to_jsonable
 from api.store import run_end
+from api.store.claimed_run import ClaimedRun
 from api.store.events import LostRun, is_fenced_out
 
 logger = logging.getLogger(__name__)
@@ -76,35 +77,39 @@ class Executor:
     runtime: Runtime
     hub: Hub
 
-    def emitter(self, run: dict[str, Any], seq: int) -> Emitter:
+    def emitter(self, run: ClaimedRun, seq: int) -> Emitter:
         return Emitter.of_run(self.runtime.pool, self.hub, run, seq)
 
     async def config(
-        self, run: dict[str, Any], emitter: Emitter, configurable: dict[str, Any]
+        self, run: ClaimedRun, emitter: Emitter, configurable: dict[str, Any]
     ) -> dict[str, Any]:
         """The run's config: the client's (``configurable``: its part as the graph sees it,
         ``api.engine.run_context``), the thread (at the checkpoint it forks from), the graph's
         hooks, the caller."""
-        kwargs = run["kwargs"]
-        adapter = self.runtime.adapter(run["graph_id"])
+        kwargs = run.kwargs
+        adapter = self.runtime.adapter(run.graph_id)
         user_config = kwargs.get("config") or {}
         # As LangGraph Server labels a run's config (and so its checkpoints and messages).
-        labels = {k: str(run[k]) for k in ("run_id", "thread_id", "assistant_id", "graph_id")}
+        labels = {
+            "run_id": run.run_id,
+            "thread_id": run.thread_id,
+            "assistant_id": run.assistant_id,
+            "graph_id": run.graph_id,
+        }
         config: dict[str, Any] = {
             **user_config,
             "configurable": {
                 **configurable,
-                "thread_id": run["thread_id"],
+                "thread_id": run.thread_id,
                 **await self._start(run),
                 **adapter.run_configurable(emitter),
                 **auth_config(kwargs.get("auth_user")),
-                DELTA_CHANNELS_KEY: delta_channels(self.runtime.graphs[run["graph_id"]]),
                 **labels,
             },
             "metadata": {
                 **(user_config.get("metadata") or {}),
                 **labels,
-                "run_attempt": run["attempt"],
+                "run_attempt": run.attempt,
             },
         }
         limit = user_config.get("recursion_limit") or adapter.recursion_limit()
@@ -112,58 +117,54 @@ class Executor:
             config["recursion_limit"] = limit
         return config
 
-    async def _start(self, run: dict[str, Any]) -> dict[str, str]:
+    async def _start(self, run: ClaimedRun) -> dict[str, str]:
         """Where the attempt starts: the checkpoint the run forks from, until the run has saved
         one of its own (a later attempt then continues from that, as any run does)."""
-        start = run["kwargs"].get("checkpoint")
+        start = run.kwargs.get("checkpoint")
         if not start:
             return {}
         latest = await self.runtime.saver.aget_tuple(
-            {"configurable": {"thread_id": run["thread_id"], "checkpoint_ns": ""}}
+            {"configurable": {"thread_id": run.thread_id, "checkpoint_ns": ""}}
         )
-        if latest is not None and (latest.metadata or {}).get("run_id") == run["run_id"]:
+        if latest is not None and (latest.metadata or {}).get("run_id") == run.run_id:
             return {}
         return dict(start)
 
-    async def execute(self, run: dict[str, Any], last_seq: int) -> None:
+    async def execute(self, run: ClaimedRun, last_seq: int) -> None:
         """One attempt, to its end (or until it is cancelled or loses its lease)."""
         emitter = self.emitter(run, last_seq)
         try:
             async with AsyncExitStack() as held:  # the graph a factory made, while it runs
                 await self._attempt(run, emitter, held)
         finally:
-            self.runtime.saver.forget(run["thread_id"])
+            self.runtime.saver.forget(run.thread_id)
             # Stopped (cancelled, lease lost) or not: what is queued or in flight lands before
             # anything else is written for the run (or fails against the fence: lease lost).
             await emitter.close()
 
-    async def _attempt(self, run: dict[str, Any], emitter: Emitter, held: AsyncExitStack) -> None:
+    async def _attempt(self, run: ClaimedRun, emitter: Emitter, held: AsyncExitStack) -> None:
         settings = self.runtime.settings
-        run_id, thread_id = run["run_id"], run["thread_id"]
-        if run.get("stalled_attempts", 0) >= settings.max_attempts:
+        run_id, thread_id, gid, kwargs = run.run_id, run.thread_id, run.graph_id, run.kwargs
+        if run.stalled_attempts >= settings.max_attempts:
             # Attempts that saved something do not count: only a run that keeps dying at the
             # same place ends here, not one killed often while it moves on.
-            message = await stalled_message(self.runtime.graphs[run["graph_id"]], run)
+            message = await stalled_message(self.runtime.graphs[gid], run)
             logger.warning("run %s: %s", run_id, message)
             error: ErrorEvent = {"error": "AttemptsExhausted", "message": message}
             await emitter.emit("error", error)
-            await self.finish(emitter, thread_id, "error", message, failure=error)
+            await self.finish(emitter, run, "error", message, failure=error)
             return
-        if undone := rolled_back(run["kwargs"]):
+        if undone := rolled_back(kwargs):
             await roll_back(self.runtime.pool, thread_id, undone)
-        started: MetadataEvent = {"run_id": run_id, "attempt": run["attempt"]}
+        started: MetadataEvent = {"run_id": run_id, "attempt": run.attempt}
         await emitter.emit("metadata", started)
-        if run["attempt"] > 1:
+        if run.attempt > 1:
             # A takeover: the attempt before died, and this one may die at the same step before
             # any checkpoint takes the event along. Stored now, each attempt's start is in the log.
             await emitter.barrier()
-        kwargs = run["kwargs"]
-        gid = run["graph_id"]
         context, configurable = run_context(self.runtime.graphs[gid], kwargs)
         config = cast(RunnableConfig, await self.config(run, emitter, configurable))
-        dedupe = TakeoverDedupe(
-            self.runtime.pool, run_id, self.runtime.adapter(run["graph_id"]).replayed_call
-        )
+        dedupe = TakeoverDedupe(self.runtime.pool, run_id, self.runtime.adapter(gid).replayed_call)
         steps = StepTimer()
 
         @asynccontextmanager
@@ -172,9 +173,12 @@ class Executor:
             async with emitter.with_checkpoint() as step:
                 yield step
 
-        config["configurable"][EVENTS_BARRIER_KEY] = checkpoint_events
-        if run.get("no_checkpoint"):
-            config["configurable"][NO_CHECKPOINT_KEY] = NoCheckpointYet()
+        # What the checkpointer needs of the run (``api.durable.run_memory.SaverRun``).
+        config["configurable"].update(
+            saver_configurable(
+                checkpoint_events, self.runtime.graphs[gid], no_checkpoint=run.no_checkpoint
+            )
+        )
         try:
             graph = await held.enter_async_context(self.runtime.run_graph(gid, config, context))
             try:
@@ -219,20 +223,20 @@ class Executor:
             failed: ErrorEvent = {"error": type(err).__name__, "message": str(err)}
             await emitter.emit("error", failed)
             message = f"{type(err).__name__}: {err}"
-            await self.finish(emitter, thread_id, "error", message, failure=failed)
+            await self.finish(emitter, run, "error", message, failure=failed)
             return
         interrupted, unfinished = ending(graph, state, kwargs)
         if unfinished is not None:  # not a success (api.engine.run_outcome)
             logger.error("run %s: %s", run_id, unfinished)
             stopped: ErrorEvent = {"error": "GraphNotFinished", "message": unfinished}
             await emitter.emit("error", stopped)
-            await self.finish(emitter, thread_id, "error", unfinished, failure=stopped)
+            await self.finish(emitter, run, "error", unfinished, failure=stopped)
             return
         if settings.checkpoint_retention == "latest" and not interrupted:
             await self._compact(graph, thread_id, state)
         await self.finish(
             emitter,
-            thread_id,
+            run,
             # As on LangGraph Server: a run that paused at an interrupt or a breakpoint did all
             # it could and ends ``success``; its thread is ``interrupted`` until answered. A run
             # stopped from outside (cancelled, or by multitask_strategy) is ``interrupted``.
@@ -260,7 +264,7 @@ class Executor:
     async def finish(
         self,
         emitter: Emitter,
-        thread_id: str,
+        run: ClaimedRun,
         status: RunStatus,
         error: str | None,
         *,
@@ -272,14 +276,14 @@ class Executor:
         """End event, run and thread status, webhook in one statement (``api.store.run_end``,
         fenced by the attempt), run to its end once sent (see ``PooledSaver.aput``)."""
         ends: dict[str, Any] = {
-            "thread_id": thread_id,
+            "thread_id": run.thread_id,
             "status": status,
             "error": error,
             "after": "interrupted" if interrupted else ("error" if status == "error" else "idle"),
             "values": to_jsonable(values) if values else None,
             "interrupts": to_jsonable(interrupts) if interrupts is not None else None,
         }
-        ends["hook"] = await hook_outcome(self.runtime, emitter.run, status, error, values, failure)
+        ends["hook"] = await hook_outcome(self.runtime, run, status, error, values, failure)
         end = end_event(emitter.run_id, status, error)
         async with self.runtime.pool.connection() as conn:
             try:

@@ -10,19 +10,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from api.durable.hub import Hub
 from api.platform.database import Pool
 from api.platform.db_health import describe, log_failure
 from api.platform.logs import run_context
 from api.store import runs
+from api.store.claimed_run import ClaimedRun
 
 logger = logging.getLogger(__name__)
 
 
 async def release_claimed(
-    pool: Pool, claiming: asyncio.Future[list[tuple[dict[str, Any], int]]], worker_id: str
+    pool: Pool, claiming: asyncio.Future[list[tuple[ClaimedRun, int]]], worker_id: str
 ) -> None:
     """Hand back what a claim cancelled mid-statement took: nothing will execute it here."""
     try:
@@ -30,24 +30,24 @@ async def release_claimed(
     except Exception:
         return
     for run, _ in claimed:
-        with run_context(run):
+        with run_context(run.run_id, run.thread_id, run.attempt):
             try:
                 async with pool.connection() as conn:
-                    await runs.release(conn, run["run_id"], run["attempt"], worker_id)
+                    await runs.release(conn, run.run_id, run.attempt, worker_id)
             except Exception as err:
                 log_failure(
                     logger,
                     pool.health,
                     err,
                     "handing back run %s failed; its lease expires",
-                    run["run_id"],
+                    run.run_id,
                 )
 
 
 async def after_database_fault(
     pool: Pool,
     hub: Hub,
-    run: dict[str, Any],
+    run: ClaimedRun,
     worker_id: str,
     err: BaseException,
     stopping: Callable[[], bool],
@@ -67,8 +67,8 @@ async def after_database_fault(
     logger.warning(
         "run %s attempt %s: stopped by a database fault (%s); handed back once the database"
         " answers",
-        run["run_id"],
-        run["attempt"],
+        run.run_id,
+        run.attempt,
         describe(err),
     )
     while not stopping():
@@ -80,12 +80,10 @@ async def after_database_fault(
     try:
         async with pool.connection() as conn:
             if outage:
-                await runs.release(conn, run["run_id"], run["attempt"], worker_id)
+                await runs.release(conn, run.run_id, run.attempt, worker_id)
             else:
-                await runs.give_up(conn, run["run_id"], run["attempt"], worker_id)
+                await runs.give_up(conn, run.run_id, run.attempt, worker_id)
     except Exception as again:
-        logger.warning(
-            "run %s: handing it back failed (%s); its lease expires", run["run_id"], again
-        )
+        logger.warning("run %s: handing it back failed (%s); its lease expires", run.run_id, again)
         return
     hub.runs_changed.set()  # claim it again now, not at the next poll

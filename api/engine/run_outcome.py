@@ -7,6 +7,8 @@ import logging
 from collections import Counter
 from typing import Any
 
+from api.store.claimed_run import ClaimedRun
+
 logger = logging.getLogger(__name__)
 
 
@@ -31,12 +33,12 @@ def ending(graph: Any, state: Any, kwargs: dict[str, Any]) -> tuple[bool, str | 
     )
 
 
-async def stalled_message(graph: Any, run: dict[str, Any]) -> str:
+async def stalled_message(graph: Any, run: ClaimedRun) -> str:
     """Why a run ends out of attempts, naming the step where its attempts kept dying."""
-    stalled = run.get("stalled_attempts", 0)
+    stalled = run.stalled_attempts
     where = "before it saved its first checkpoint"
     try:
-        state = await graph.aget_state({"configurable": {"thread_id": run["thread_id"]}})
+        state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
         if state.config:  # the thread has a checkpoint
             unfinished = Counter(t.name for t in state.tasks if t.result is None)
             nodes = ", ".join(
@@ -49,7 +51,7 @@ async def stalled_message(graph: Any, run: dict[str, Any]) -> str:
             parts += [f"running {nodes}"] if nodes else []
             where = ", ".join(parts) or "at its latest checkpoint"
     except Exception:  # the message is best effort; the run ends either way
-        logger.exception("reading the state of thread %s failed", run["thread_id"])
+        logger.exception("reading the state of thread %s failed", run.thread_id)
     attempts = "attempt" if stalled == 1 else f"{stalled} attempts in a row"
     return (
         f"run stopped: its last {attempts} saved no new checkpoint; each time the process "

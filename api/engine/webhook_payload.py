@@ -18,6 +18,7 @@ from api.durable.run_events import ErrorEvent
 from api.engine.runtime import Runtime
 from api.platform.db_health import is_database_fault
 from api.platform.serde import to_jsonable
+from api.store.claimed_run import ClaimedRun
 from api.store.rows import iso, run_out
 
 logger = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 async def outcome(
     runtime: Runtime,
-    run: dict[str, Any],
+    run: ClaimedRun,
     status: str,
     error: str | None,
     values: Any,
@@ -33,7 +34,7 @@ async def outcome(
 ) -> dict[str, Any] | None:
     """What the end of ``run`` records for its webhook; None when it has none. ``values``: the
     state it ended with (None: read the thread's latest); ``failure``: its ``error`` event."""
-    if not (run.get("kwargs") or {}).get("webhook"):
+    if not run.kwargs.get("webhook"):
         return None
     if values is None:
         values = await _latest_values(runtime, run)
@@ -48,16 +49,16 @@ def _error(status: str, error: str | None) -> dict[str, str]:
     return {"error": name, "message": error or status}
 
 
-async def _latest_values(runtime: Runtime, run: dict[str, Any]) -> Any:
-    graph = runtime.graphs.get(run.get("graph_id") or run["assistant_id"])
+async def _latest_values(runtime: Runtime, run: ClaimedRun) -> Any:
+    graph = runtime.graphs.get(run.graph_id)
     if graph is None:
         return None
     try:
-        state = await graph.aget_state({"configurable": {"thread_id": run["thread_id"]}})
+        state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
     except Exception as err:  # the webhook goes without them rather than the run not ending
         if is_database_fault(err):
             raise  # the run is handed back (api.engine.worker), and its end is written again later
-        logger.warning("run %s: its webhook's values could not be read (%s)", run["run_id"], err)
+        logger.warning("run %s: its webhook's values could not be read (%s)", run.run_id, err)
         return None
     return state.values if state.created_at is not None else None
 

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from api.durable.hub import Hub
 from api.engine.ephemeral import sweep_loop
@@ -29,6 +28,7 @@ from api.platform.db_health import is_database_fault, log_failure
 from api.platform.logs import bind_run
 from api.platform.metrics import attempt_claimed
 from api.store import events, runs
+from api.store.claimed_run import ClaimedRun
 from api.store.events import LostRun
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ CLAIM_BATCH = 8
 
 @dataclass
 class Execution:
-    run: dict[str, Any]
+    run: ClaimedRun
     last_seq: int = 0
     """The run's last event sequence number when it was claimed."""
     task: asyncio.Task[None] | None = None
@@ -115,11 +115,10 @@ class Workers:
     def unreserve(self) -> None:
         self.slots.release()
 
-    def start_reserved(self, run: dict[str, Any], *, no_checkpoint: bool = False) -> None:
-        """Execute a run committed as claimed by this worker (its first attempt) in the slot
-        :meth:`reserve` took; ``no_checkpoint``: its thread had none when it was committed."""
-        started = {**run, "stalled_attempts": 0, "no_checkpoint": no_checkpoint}
-        execution = self._launch(started, last_seq=0)
+    def start_reserved(self, run: ClaimedRun) -> None:
+        """Execute a run committed as claimed by this worker (its first attempt,
+        ``api.store.runs.Inserted.claimed``) in the slot :meth:`reserve` took."""
+        execution = self._launch(run, last_seq=0)
         if self.stopping:  # stopping began meanwhile: hand it back like the other runs
             self._stop(execution, "shutdown")
 
@@ -167,7 +166,7 @@ class Workers:
                         self.hub.runs_changed.wait(), timeout=self.settings.poll_seconds
                     )
 
-    async def _claim(self, limit: int) -> list[tuple[dict[str, Any], int]]:
+    async def _claim(self, limit: int) -> list[tuple[ClaimedRun, int]]:
         async with self.pool.connection() as conn:
             return await runs.claim(
                 conn,
@@ -206,7 +205,7 @@ class Workers:
             return
         for run_id, execution in before:
             mine = held.get(run_id)
-            if mine is None or mine[0] != execution.run["attempt"]:
+            if mine is None or mine[0] != execution.run.attempt:
                 if execution.task and not execution.task.done():
                     self._stop(execution, "lost")
             elif mine[1] and mine[2]:
@@ -227,25 +226,26 @@ class Workers:
 
     # -- one run -------------------------------------------------------------------------------
 
-    def _launch(self, run: dict[str, Any], last_seq: int) -> Execution:
+    def _launch(self, run: ClaimedRun, last_seq: int) -> Execution:
         """Execute an attempt this worker holds (claimed, or committed as claimed), in a slot
         already taken."""
-        attempt_claimed(run)
-        self.hub.executing(run["run_id"], last_seq)
+        attempt_claimed(run.attempt, run.created_at, run.claimed_at)
+        self.hub.executing(run.run_id, last_seq)
         execution = Execution(run=run, last_seq=last_seq)
-        self.active[run["run_id"]] = execution
-        execution.task = asyncio.create_task(self._execute(execution), name=run["run_id"])
+        self.active[run.run_id] = execution
+        execution.task = asyncio.create_task(self._execute(execution), name=run.run_id)
         return execution
 
     async def _execute(self, execution: Execution) -> None:
         run = execution.run
-        run_id = run["run_id"]
+        run_id = run.run_id
         execution.started = True
-        bind_run(run)  # this task's context: every line logged about the attempt names it
+        # This task's context: every line logged about the attempt names it.
+        bind_run(run_id, run.thread_id, run.attempt)
         try:
             if execution.stop_reason:  # stopped before it started: nothing ran yet
                 raise asyncio.CancelledError
-            await self.executor.execute(execution.run, execution.last_seq)
+            await self.executor.execute(run, execution.last_seq)
         except asyncio.CancelledError:
             await self._after_stop(execution)
         except LostRun:
@@ -268,19 +268,17 @@ class Workers:
         reason = execution.stop_reason
         if reason == "cancel":
             async with self.pool.connection() as conn:
-                emitter = self.executor.emitter(run, await events.last_seq(conn, run["run_id"]))
+                emitter = self.executor.emitter(run, await events.last_seq(conn, run.run_id))
             with contextlib.suppress(LostRun):
-                await self.executor.finish(
-                    emitter, run["thread_id"], "interrupted", "cancelled on request"
-                )
+                await self.executor.finish(emitter, run, "interrupted", "cancelled on request")
         elif reason == "lost":
             logger.warning(
                 "run %s attempt %s: lease lost (another worker took it over); stopped",
-                run["run_id"],
-                run["attempt"],
+                run.run_id,
+                run.attempt,
             )
         elif reason == "shutdown":
             async with self.pool.connection() as conn:
-                await runs.release(conn, run["run_id"], run["attempt"], self.worker_id)
+                await runs.release(conn, run.run_id, run.attempt, self.worker_id)
         else:
-            logger.warning("run %s was cancelled from outside; its lease expires", run["run_id"])
+            logger.warning("run %s was cancelled from outside; its lease expires", run.run_id)

@@ -36,17 +36,16 @@ CURRENT_RUN: ContextVar[RunFields | None] = ContextVar("threadline_run", default
 """The run the current task works on, if any."""
 
 
-def bind_run(run: dict[str, Any]) -> None:
-    """Mark the current context (an attempt's own task) as working on ``run``'s attempt."""
-    CURRENT_RUN.set(RunFields(str(run["run_id"]), str(run["thread_id"]), int(run["attempt"])))
+def bind_run(run_id: str, thread_id: str, attempt: int) -> None:
+    """Mark the current context (an attempt's own task) as working on attempt ``attempt`` of run
+    ``run_id``, on thread ``thread_id``."""
+    CURRENT_RUN.set(RunFields(run_id, thread_id, attempt))
 
 
 @contextlib.contextmanager
-def run_context(run: dict[str, Any]) -> Iterator[None]:
+def run_context(run_id: str, thread_id: str, attempt: int) -> Iterator[None]:
     """The same for a block of code in a task that is not the attempt's own."""
-    token = CURRENT_RUN.set(
-        RunFields(str(run["run_id"]), str(run["thread_id"]), int(run["attempt"]))
-    )
+    token = CURRENT_RUN.set(RunFields(run_id, thread_id, attempt))
     try:
         yield
     finally:

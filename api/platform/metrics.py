@@ -116,18 +116,12 @@ class StepTimer:
         self._started = time.perf_counter()
 
 
-def attempt_claimed(run: dict[str, Any]) -> None:
-    """A worker claimed ``run`` (a row as ``api.store.runs.claim`` returns it) as its attempt
-    ``run["attempt"]``. The first attempt's claim delay is ``updated_at - created_at``: the
-    claim sets ``updated_at`` to the database's ``now()``, so no clock but the database's is
-    read."""
+def attempt_claimed(attempt: int, created_at: datetime, claimed_at: datetime) -> None:
+    """A worker claimed a run as its attempt ``attempt``. The first attempt's claim delay is
+    ``claimed_at - created_at``, both the database's (``api.store.claimed_run``): the claim sets
+    ``updated_at`` to its ``now()``, so no clock but the database's is read."""
     ATTEMPTS.inc()
-    if run["attempt"] > 1:
+    if attempt > 1:
         TAKEOVERS.inc()
         return
-    try:
-        created = datetime.fromisoformat(run["created_at"])
-        claimed = datetime.fromisoformat(run["updated_at"])
-    except (KeyError, TypeError, ValueError):
-        return
-    CLAIM_DELAY.observe(max((claimed - created).total_seconds(), 0.0))
+    CLAIM_DELAY.observe(max((claimed_at - created_at).total_seconds(), 0.0))

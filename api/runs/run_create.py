@@ -218,7 +218,8 @@ async def create_run(
             _read_first=read_first,
         )
     if reserved is not None and svc.workers is not None:
-        svc.workers.start_reserved(run, no_checkpoint=inserted.no_checkpoint)
+        assert inserted.claimed is not None  # committed as claimed: ``start=reserved``
+        svc.workers.start_reserved(inserted.claimed)
         # Answered as queued, as LangGraph Server answers a new run (clients expect "pending");
         # GET shows it running, as it would be there a moment later too.
         return {**run, "status": "pending", "attempt": 0}

@@ -10,7 +10,8 @@ from typing import Any
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg.types.json import Jsonb
 
-from api.store.claim_sql import progress_mark, saved_nothing
+from api.store.claim_sql import progress_mark
+from api.store.claimed_run import ClaimedRun
 from api.store.rows import run_out
 
 RUNS_CHANNEL = "threadline_runs"
@@ -28,14 +29,16 @@ class Inserted:
 
     run_id: str
     cursor: AsyncCursor[Any]
-    no_checkpoint: bool = False
-    """Read with the row of a run claimed at once: its thread had no checkpoint yet."""
+    claimed: ClaimedRun | None = None
+    """Read with the row of a run claimed at once: its first attempt, for its worker (which
+    says whether its thread had a checkpoint yet)."""
 
     async def row(self) -> dict[str, Any]:
         found = await self.cursor.fetchone()
         assert found is not None
-        # A run claimed at once carries the thread's progress mark, read under its lock.
-        self.no_checkpoint = bool(found["progress"]) and saved_nothing(found["progress"])
+        if found["worker_id"] is not None:
+            # Claimed at once: the row carries the thread's progress mark, read under its lock.
+            self.claimed = ClaimedRun.from_row(found)
         return run_out(found)
 
 
@@ -58,7 +61,7 @@ async def send_insert(
     ``start`` = ``(worker_id, lease seconds)``: the run is not queued but claimed at once by that
     worker, as its first attempt, exactly as :func:`claim` would take it (the thread has no other
     active run: the caller holds its lock and checked). No worker is notified, and the row says
-    whether the thread has a checkpoint yet (:attr:`Inserted.no_checkpoint`)."""
+    whether the thread has a checkpoint yet (:attr:`Inserted.claimed`)."""
     claimed = (
         ", 'running', 1, %(worker)s, now() + make_interval(secs => %(lease)s), "
         + progress_mark("%(thread)s")

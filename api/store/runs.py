@@ -8,7 +8,8 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from api.store import threads
-from api.store.claim_sql import CLAIM, progress_mark, saved_nothing
+from api.store.claim_sql import CLAIM, progress_mark
+from api.store.claimed_run import ClaimedRun
 from api.store.rows import run_out, thread_out
 
 # Queueing a run is in api.store.run_insert; callers know it as part of the run queue.
@@ -92,16 +93,16 @@ async def claim(
     lease: float,
     limit: int = 1,
     executing: list[str] | None = None,
-) -> list[tuple[dict[str, Any], int]]:
+) -> list[tuple[ClaimedRun, int]]:
     """Take up to ``limit`` of the oldest runnable runs (pending, or running with an expired
     lease), at most one per thread; each with the last sequence number of its event log.
     ``executing``: the runs the claiming process is executing, never taken again by it.
 
-    Each run also says ``stalled_attempts``: how many attempts in a row before this one ended
-    without saving anything (see :func:`progress_mark`), and ``no_checkpoint``: it is the run's
-    first attempt and its thread had no checkpoint when it was claimed (the mark, read in the
-    claim's statement), as a run committed as claimed says
-    (``api.durable.run_memory.NoCheckpointYet``).
+    Each run is the :class:`ClaimedRun` its worker executes, which also says
+    ``stalled_attempts``: how many attempts in a row before this one ended without saving
+    anything (see :func:`progress_mark`), and ``no_checkpoint``: it is the run's first attempt
+    and its thread had no checkpoint when it was claimed (the mark, read in the claim's
+    statement), as a run committed as claimed says (``api.durable.run_memory.NoCheckpointYet``).
     A later attempt reads the thread: the one before may have saved meanwhile."""
     cur = await conn.execute(
         CLAIM,
@@ -114,18 +115,8 @@ async def claim(
     )
     rows = await cur.fetchall()
     return sorted(
-        (
-            (
-                {
-                    **run_out(r),
-                    "stalled_attempts": r["stalled_attempts"],
-                    "no_checkpoint": r["attempt"] == 1 and saved_nothing(r["progress"]),
-                },
-                int(r["last_seq"]),
-            )
-            for r in rows
-        ),
-        key=lambda p: p[0]["created_at"],
+        ((ClaimedRun.from_row(r), int(r["last_seq"])) for r in rows),
+        key=lambda p: p[0].created_at,
     )
 
 

@@ -5,6 +5,7 @@ from a
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any, TypedDict
 
 import pytest
@@ -16,6 +17,7 @@ from api.contract.runs import CommandBody, RunCreate
 from api.lifecycle import open_service
 from api.project.adapters import DEFAULT
 from api.store import events
+from api.store.claimed_run import ClaimedRun
 
 
 class State(TypedDict, total=False):
@@ -104,9 +106,13 @@ async def test_a_forked_run_starts_at_its_checkpoint_and_a_later_attempt_continu
         assert fork["kwargs"]["checkpoint"] == {"checkpoint_ns": "", "checkpoint_id": start}
         executor = Executor(runtime, svc.hub)
         await svc.wait_for_end(fork["run_id"])
-        claimed = {**fork, "attempt": 2}
+        async with runtime.pool.connection() as conn:  # its row, as a takeover would claim it
+            cur = await conn.execute("SELECT * FROM runs WHERE run_id = %s", (fork["run_id"],))
+            row = await cur.fetchone()
+        assert row is not None
+        claimed = ClaimedRun.from_row(row)
         assert await executor._start(claimed) == {}  # it saved checkpoints of its own
-        other = {**fork, "run_id": str(uuid.uuid4())}
+        other = replace(claimed, run_id=str(uuid.uuid4()))
         assert await executor._start(other) == {"checkpoint_ns": "", "checkpoint_id": start}
     latest = await runtime.graphs["plain"].aget_state({"configurable": {"thread_id": thread_id}})
     assert latest.metadata["run_id"] == fork["run_id"]

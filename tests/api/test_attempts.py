@@ -26,15 +26,12 @@ import pytest
 
 from api.platform.settings import Settings
 from api.store import runs as runs_store
-from eval.harness import (
-    KillPlan,
-    KillPoint,
-    ServerProcess,
-    ServerStartError,
-    StreamFollower,
-    counter_lines,
-    run_with_kills,
-)
+from api.store.claimed_run import ClaimedRun
+from tests.utils.kill_plan import KillPlan, KillPoint
+from tests.utils.kills import run_with_kills
+from tests.utils.server import ServerProcess, ServerStartError
+from tests.utils.sse import StreamFollower
+from tests.utils.workspace import counter_lines
 
 MAX_ATTEMPTS = Settings.model_fields["max_attempts"].default
 """The default limit: every test here runs with it."""
@@ -48,7 +45,7 @@ async def test_a_claim_counts_the_attempts_before_it_that_saved_nothing(runtime:
     thread = str(uuid.uuid4())
     worker = "host/1/test"
 
-    async def claim() -> dict[str, Any]:
+    async def claim() -> ClaimedRun:
         async with runtime.pool.connection() as conn:
             [(run, _seq)] = await runs_store.claim(conn, worker, 30.0)
         return run
@@ -94,7 +91,7 @@ async def test_a_claim_counts_the_attempts_before_it_that_saved_nothing(runtime:
 
     async def next_attempt() -> None:
         run = await claim()
-        seen.append((run["attempt"], run["stalled_attempts"]))
+        seen.append((run.attempt, run.stalled_attempts))
 
     await next_attempt()  # 1: nothing to judge yet
     await dies()  # ... before it saved anything

@@ -15,13 +15,14 @@ from psycopg_pool import PoolTimeout
 from api.durable.hub import STREAM_POLL_SECONDS, Hub
 from api.http.sse import run_events
 from api.lifecycle import open_serving_runtime
-from api.platform.database import SUSPECT_SECONDS, open_pool
+from api.platform.database import open_pool
 from api.platform.db_health import (
     PROBE_SECONDS,
     DatabaseHealth,
     DatabaseUnavailable,
     is_database_fault,
 )
+from api.platform.pool import SUSPECT_SECONDS
 from api.platform.settings import Settings
 from api.store import events
 from tests.utils.pg_cluster import PgCluster, pg_cluster_fixture
@@ -127,7 +128,7 @@ async def test_a_stream_outlasts_an_outage_on_its_connection(
     async with open_serving_runtime(settings) as runtime:
         run = await claimed_run(runtime)
         hub = Hub(runtime.database.url)  # not listening: its streams read every few seconds
-        stream = run_events(runtime.pool, hub, run["run_id"], after=0, modes=["custom"])
+        stream = run_events(runtime.pool, hub, run.run_id, after=0, modes=["custom"])
         first = asyncio.ensure_future(anext(stream))
         try:
             await asyncio.sleep(0.5)
@@ -139,7 +140,7 @@ async def test_a_stream_outlasts_an_outage_on_its_connection(
             assert await runtime.pool.health.wait_up(timeout=10)
             async with runtime.pool.connection() as conn:
                 await events.append_batch(
-                    conn, run["run_id"], run["attempt"], [(1, "custom", '{"after": "outage"}')]
+                    conn, run.run_id, run.attempt, [(1, "custom", '{"after": "outage"}')]
                 )
             frame = await asyncio.wait_for(first, 10)
             assert b'"after": "outage"' in frame or b'"after":"outage"' in frame, frame

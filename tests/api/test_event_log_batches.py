@@ -25,16 +25,18 @@ from api.contract.runs import RunCreate
 from api.durable import event_writer
 from api.durable.event_writer import Emitter
 from api.durable.hub import Hub
-from api.durable.saver import EVENTS_BARRIER_KEY, PooledSaver
+from api.durable.run_memory import run_configurable
+from api.durable.saver import PooledSaver
 from api.engine.execution import Executor
 from api.lifecycle import open_service
 from api.platform.database import run_to_completion
 from api.store import events, runs, threads
 from api.store.events import LostRun
-from eval.harness import ServerProcess, kill_strays
 from tests.api.conftest import FAST
 from tests.utils.locks import cancel_while_it_waits
+from tests.utils.processes import kill_strays
 from tests.utils.runs import claimed_run
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter
 
 
@@ -68,14 +70,14 @@ async def test_events_are_stored_in_batches_and_streamed_only_once_stored(
 
     monkeypatch.setattr(events, "append_batch", append_batch)
     monkeypatch.setattr(hub, "publish", publish)
-    waiter = hub.subscribe(run["run_id"])
-    emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+    waiter = hub.subscribe(run.run_id)
+    emitter = Emitter(runtime.pool, hub, run.run_id, run.attempt, run.thread_id)
     for i in range(60):
         await emitter.emit("custom", {"i": i})
         await asyncio.sleep(0.002)
     await emitter.barrier()
 
-    rows = await _stored(runtime, run["run_id"])
+    rows = await _stored(runtime, run.run_id)
     assert [r["seq"] for r in rows] == list(range(1, 61))
     # One transaction per batch: its rows share the transaction's now().
     batches = len({r["created_at"] for r in rows})
@@ -95,31 +97,31 @@ async def test_the_first_event_a_node_emits_is_stored_without_waiting_for_the_de
     and later ``custom`` ones wait."""
     monkeypatch.setattr(event_writer, "LINGER_SECONDS", 60.0)
     run = await claimed_run(runtime)
-    emitter = Emitter(runtime.pool, Hub(runtime.database.url), run["run_id"], 1, run["thread_id"])
-    await emitter.emit("metadata", {"run_id": run["run_id"], "attempt": 1})
+    emitter = Emitter(runtime.pool, Hub(runtime.database.url), run.run_id, 1, run.thread_id)
+    await emitter.emit("metadata", {"run_id": run.run_id, "attempt": 1})
     await emitter.emit("updates", {"start": {}})
     await asyncio.sleep(0.3)
-    assert await _stored(runtime, run["run_id"]) == []
+    assert await _stored(runtime, run.run_id) == []
     await emitter.emit("custom", {"type": "plan"})
     # Stored when its emit returns, with what was queued before it.
-    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3]
+    assert [r["seq"] for r in await _stored(runtime, run.run_id)] == [1, 2, 3]
     await emitter.emit("custom", {"type": "later"})
     await asyncio.sleep(0.3)
-    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3]
+    assert [r["seq"] for r in await _stored(runtime, run.run_id)] == [1, 2, 3]
     await emitter.close()
-    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2, 3, 4]
+    assert [r["seq"] for r in await _stored(runtime, run.run_id)] == [1, 2, 3, 4]
 
 
 async def test_a_writer_fenced_out_by_a_takeover_stores_nothing_more(runtime: Any) -> None:
     run = await claimed_run(runtime)
     emitter = Emitter(
-        runtime.pool, Hub(runtime.database.url), run["run_id"], run["attempt"], run["thread_id"]
+        runtime.pool, Hub(runtime.database.url), run.run_id, run.attempt, run.thread_id
     )
     await emitter.emit("custom", {"before": True})
     await emitter.barrier()
     async with runtime.pool.connection() as conn:  # another worker took the run over
         await conn.execute(
-            "UPDATE runs SET attempt = attempt + 1 WHERE run_id = %s", (uuid.UUID(run["run_id"]),)
+            "UPDATE runs SET attempt = attempt + 1 WHERE run_id = %s", (uuid.UUID(run.run_id),)
         )
     await emitter.emit("custom", {"after": 1})
     await emitter.emit("custom", {"after": 2})
@@ -127,7 +129,7 @@ async def test_a_writer_fenced_out_by_a_takeover_stores_nothing_more(runtime: An
         await emitter.barrier()
     with pytest.raises(LostRun):
         await emitter.emit("custom", {"after": 3})
-    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1]
+    assert [r["seq"] for r in await _stored(runtime, run.run_id)] == [1]
 
 
 async def test_a_checkpoint_is_written_only_after_the_events_emitted_before_it(
@@ -248,30 +250,30 @@ async def test_a_checkpoint_carrying_events_of_a_fenced_out_attempt_is_not_writt
     writer says LostRun (then and afterwards)."""
     run = await claimed_run(runtime)
     emitter = Emitter(
-        runtime.pool, Hub(runtime.database.url), run["run_id"], run["attempt"], run["thread_id"]
+        runtime.pool, Hub(runtime.database.url), run.run_id, run.attempt, run.thread_id
     )
     saver = runtime.saver
     assert isinstance(saver, PooledSaver)
     config: Any = {
         "configurable": {
-            "thread_id": run["thread_id"],
+            "thread_id": run.thread_id,
             "checkpoint_ns": "",
-            EVENTS_BARRIER_KEY: emitter.with_checkpoint,
+            **run_configurable(emitter.with_checkpoint),
         }
     }
     await emitter.emit("custom", {"step": 1})
     await saver.aput(config, empty_checkpoint(), {"step": -1}, {})  # held: stored
     async with runtime.pool.connection() as conn:  # another worker took the run over
         await conn.execute(
-            "UPDATE runs SET attempt = attempt + 1 WHERE run_id = %s", (uuid.UUID(run["run_id"]),)
+            "UPDATE runs SET attempt = attempt + 1 WHERE run_id = %s", (uuid.UUID(run.run_id),)
         )
     await emitter.emit("custom", {"step": 2})
     with pytest.raises(LostRun):
         await saver.aput(config, empty_checkpoint(), {"step": 0}, {})
-    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1]
+    assert [r["seq"] for r in await _stored(runtime, run.run_id)] == [1]
     async with runtime.pool.connection() as conn:
         cur = await conn.execute(
-            "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (run["thread_id"],)
+            "SELECT count(*) AS n FROM checkpoints WHERE thread_id = %s", (run.thread_id,)
         )
         assert (await cur.fetchone())["n"] == 1  # the first checkpoint only
         # The connection went back to the pool clean: its next statement commits.
@@ -288,21 +290,21 @@ async def test_events_stored_by_a_checkpoint_cancelled_mid_write_are_streamed_on
     time (which would fail the writer on a duplicate sequence number)."""
     run = await claimed_run(runtime)
     hub = Hub(runtime.database.url)
-    waiter = hub.subscribe(run["run_id"])
-    emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+    waiter = hub.subscribe(run.run_id)
+    emitter = Emitter(runtime.pool, hub, run.run_id, run.attempt, run.thread_id)
     saver = runtime.saver
-    base = {"thread_id": run["thread_id"], "checkpoint_ns": ""}
-    config: Any = {"configurable": {**base, EVENTS_BARRIER_KEY: emitter.with_checkpoint}}
+    base = {"thread_id": run.thread_id, "checkpoint_ns": ""}
+    config: Any = {"configurable": {**base, **run_configurable(emitter.with_checkpoint)}}
     step = empty_checkpoint()
     await saver.aput({"configurable": base}, step, {"step": -1}, {})  # written again below
     await emitter.emit("custom", {"step": 1})
     checkpoint = saver.aput(config, step, {"step": -1}, {})
-    await cancel_while_it_waits(database_url, run["thread_id"], step["id"], checkpoint)
+    await cancel_while_it_waits(database_url, run.thread_id, step["id"], checkpoint)
     assert [seq for seq, _, _ in waiter.buffer] == [1]
     await emitter.emit("custom", {"step": 2})
     await emitter.barrier()  # the writer goes on, from the next number
     assert emitter.failed is None
-    assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2]
+    assert [r["seq"] for r in await _stored(runtime, run.run_id)] == [1, 2]
 
 
 async def test_a_checkpoint_cancelled_mid_write_completes_before_the_cancellation() -> None:
@@ -330,17 +332,17 @@ async def test_the_end_of_a_fenced_out_attempt_writes_nothing(runtime: Any) -> N
     attempt that lost its run gets LostRun, and neither the end nor the statuses change."""
     run = await claimed_run(runtime)
     hub = Hub(runtime.database.url)
-    emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+    emitter = Emitter(runtime.pool, hub, run.run_id, run.attempt, run.thread_id)
     async with runtime.pool.connection() as conn:  # another worker took the run over
         await conn.execute(
-            "UPDATE runs SET attempt = attempt + 1 WHERE run_id = %s", (uuid.UUID(run["run_id"]),)
+            "UPDATE runs SET attempt = attempt + 1 WHERE run_id = %s", (uuid.UUID(run.run_id),)
         )
     with pytest.raises(LostRun):
-        await Executor(runtime, hub).finish(emitter, run["thread_id"], "success", None)
-    assert await _stored(runtime, run["run_id"]) == []
+        await Executor(runtime, hub).finish(emitter, run, "success", None)
+    assert await _stored(runtime, run.run_id) == []
     async with runtime.pool.connection() as conn:
         row = await (await conn.execute("SELECT status FROM runs")).fetchone()
-        thread = await threads.get(conn, run["thread_id"])
+        thread = await threads.get(conn, run.thread_id)
     assert row is not None and row["status"] == "running"
     assert thread is not None and thread["status"] == "busy"
 
@@ -356,22 +358,20 @@ async def test_a_runs_end_leaves_its_thread_idle_or_busy_behind_a_queued_run(run
             async with runtime.pool.connection() as conn:
                 await runs.insert(
                     conn,
-                    thread_id=run["thread_id"],
+                    thread_id=run.thread_id,
                     assistant_id="agent",
                     kwargs={},
                     metadata={},
                     multitask_strategy="enqueue",
                 )
-        emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+        emitter = Emitter(runtime.pool, hub, run.run_id, run.attempt, run.thread_id)
         await emitter.emit("custom", {"last": True})
-        await Executor(runtime, hub).finish(
-            emitter, run["thread_id"], "success", None, values={"answer": 42}
-        )
+        await Executor(runtime, hub).finish(emitter, run, "success", None, values={"answer": 42})
         async with runtime.pool.connection() as conn:
-            thread = await threads.get(conn, run["thread_id"])
-            ended = await runs.by_id(conn, run["run_id"])
+            thread = await threads.get(conn, run.thread_id)
+            ended = await runs.by_id(conn, run.run_id)
         assert ended is not None and ended["status"] == "success"
         assert thread is not None and thread["values"] == {"answer": 42}
-        assert [r["seq"] for r in await _stored(runtime, run["run_id"])] == [1, 2]  # and the end
+        assert [r["seq"] for r in await _stored(runtime, run.run_id)] == [1, 2]  # and the end
         statuses.append(thread["status"])
     assert statuses == ["idle", "busy"]

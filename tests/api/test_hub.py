@@ -29,8 +29,8 @@ from api.http.sse import run_events
 from api.lifecycle import open_service
 from api.platform.settings import Settings
 from api.store import events, runs
-from eval.harness import ServerProcess
 from tests.utils.runs import MODES, claimed_run, start_run
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter
 
 
@@ -67,7 +67,7 @@ async def test_a_hub_sees_the_other_processes_listeners_come_and_go(database_url
 async def test_stored_events_notify_only_while_another_process_listens(runtime: Any) -> None:
     run = await claimed_run(runtime)
     hub = Hub(runtime.database.url)  # not started: ``peers`` is set by hand
-    emitter = Emitter(runtime.pool, hub, run["run_id"], run["attempt"], run["thread_id"])
+    emitter = Emitter(runtime.pool, hub, run.run_id, run.attempt, run.thread_id)
     url = runtime.database.url
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as listener:
         await listener.execute(f"LISTEN {events.EVENTS_CHANNEL}")
@@ -83,10 +83,10 @@ async def test_stored_events_notify_only_while_another_process_listens(runtime: 
         hub.peers = True
         await emitter.emit("custom", {"i": 2})
         await emitter.barrier()
-        assert await heard() == [f"{run['run_id']}:2"]
+        assert await heard() == [f"{run.run_id}:2"]
     # Both batches are stored either way.
     async with runtime.pool.connection() as conn:
-        assert await events.last_seq(conn, run["run_id"]) == 2
+        assert await events.last_seq(conn, run.run_id) == 2
 
 
 async def test_a_replica_streams_another_replicas_run_live(
@@ -201,7 +201,7 @@ async def test_streams_waiting_on_a_run_executing_elsewhere_are_polled_for_by_th
     arrived: list[tuple[float, bytes]] = []
 
     async def follow() -> None:
-        stream = run_events(runtime.pool, hub, run["run_id"], after=0, modes=["custom"])
+        stream = run_events(runtime.pool, hub, run.run_id, after=0, modes=["custom"])
         async for frames in stream:
             arrived.append((time.monotonic(), frames))
 
@@ -212,7 +212,7 @@ async def test_streams_waiting_on_a_run_executing_elsewhere_are_polled_for_by_th
         assert (reads, checks, arrived) == ([0], [], [])
         elsewhere = Hub(runtime.database.url)  # not started: it notifies nobody
         elsewhere.peers = False
-        emitter = Emitter(runtime.pool, elsewhere, run["run_id"], run["attempt"], run["thread_id"])
+        emitter = Emitter(runtime.pool, elsewhere, run.run_id, run.attempt, run.thread_id)
         await emitter.emit("custom", {"n": 1})
         await emitter.barrier()
         stored = time.monotonic()
@@ -220,9 +220,9 @@ async def test_streams_waiting_on_a_run_executing_elsewhere_are_polled_for_by_th
         assert arrived[0][0] - stored < 2 * PEERS_SECONDS + 0.5
         assert b'"n":1' in arrived[0][1] and reads == [0, 0]
         async with runtime.pool.connection() as conn:
-            await conn.execute("DELETE FROM runs WHERE run_id = %s", (run["run_id"],))
+            await conn.execute("DELETE FROM runs WHERE run_id = %s", (run.run_id,))
         await asyncio.wait_for(follower, timeout=3 * PEERS_SECONDS)
-        assert checks == [run["run_id"]]
+        assert checks == [run.run_id]
     finally:
         follower.cancel()
         await asyncio.gather(follower, return_exceptions=True)
@@ -235,13 +235,13 @@ async def test_without_its_listener_a_stream_reads_on_a_timer_of_its_own(runtime
     run = await claimed_run(runtime)
     hub = Hub(runtime.database.url)
     assert hub.wait_seconds() == STREAM_POLL_SECONDS
-    stream = run_events(runtime.pool, hub, run["run_id"], after=0, modes=["custom"])
+    stream = run_events(runtime.pool, hub, run.run_id, after=0, modes=["custom"])
     first = asyncio.ensure_future(anext(stream))
     try:
         await asyncio.sleep(0.3)  # its first read found nothing: it waits
         elsewhere = Hub(runtime.database.url)
         elsewhere.peers = False
-        emitter = Emitter(runtime.pool, elsewhere, run["run_id"], run["attempt"], run["thread_id"])
+        emitter = Emitter(runtime.pool, elsewhere, run.run_id, run.attempt, run.thread_id)
         await emitter.emit("custom", {"n": 1})
         await emitter.barrier()
         frames = await asyncio.wait_for(first, timeout=STREAM_POLL_SECONDS + 1.5)

@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from api.platform.logs import bind_run, handler, run_context
-from eval.harness import ServerProcess
 from tests.utils.runs import new_thread, wait_status
+from tests.utils.server import ServerProcess
 
 NOISY_GRAPH = textwrap.dedent(
     '''
@@ -181,10 +181,9 @@ def text_log() -> Iterator[tuple[logging.Logger, io.StringIO]]:
 
 def test_text_lines_append_the_run_fields(text_log: tuple[logging.Logger, io.StringIO]) -> None:
     log, stream = text_log
-    run = {"run_id": "r-1", "thread_id": "t-1", "attempt": 3}
 
     async def attempt() -> None:
-        bind_run(run)  # as the worker does, in the attempt's own task
+        bind_run("r-1", "t-1", 3)  # as the worker does, in the attempt's own task
         log.info("inside")
 
         async def child() -> None:
@@ -196,7 +195,7 @@ def test_text_lines_append_the_run_fields(text_log: tuple[logging.Logger, io.Str
     log.info("before")
     asyncio.run(attempt())
     log.info("after")  # the attempt's context stayed in its task
-    with run_context({**run, "attempt": 4}):
+    with run_context("r-1", "t-1", 4):
         try:
             raise ValueError("boom")
         except ValueError:

@@ -244,12 +244,12 @@ async def test_a_process_never_claims_again_a_run_it_still_executes(
         [(run, _)] = await runs_store.claim(conn, "me", 30.0)
         await conn.execute(  # the lease ran out while the run goes on here
             "UPDATE runs SET lease_until = now() - interval '1 second' WHERE run_id = %s",
-            (uuid.UUID(run["run_id"]),),
+            (uuid.UUID(run.run_id),),
         )
-        mine = await runs_store.claim(conn, "me", 30.0, executing=[run["run_id"]])
+        mine = await runs_store.claim(conn, "me", 30.0, executing=[run.run_id])
         assert mine == []
         [(taken, _)] = await runs_store.claim(conn, "other", 30.0, executing=[])
-    assert (taken["run_id"], taken["attempt"]) == (run["run_id"], 2)
+    assert (taken.run_id, taken.attempt) == (run.run_id, 2)
 
 
 async def _ended(svc: Any, run: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
@@ -269,7 +269,7 @@ def _recording_claims(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     async def claim(*args: Any, **kwargs: Any) -> Any:
         got = await real(*args, **kwargs)
-        claimed.extend(run["run_id"] for run, _ in got)
+        claimed.extend(run.run_id for run, _ in got)
         return got
 
     monkeypatch.setattr(runs_store, "claim", claim)

@@ -1,7 +1,7 @@
 """Driving runs on a test server: new threads, runs started and waited for, their event streams.
 
 Over plain HTTP (an ``httpx.AsyncClient`` on the server's base URL), the official SDK's streams
-(``collect``), or a ``StreamFollower`` of ``eval.harness`` (``until``).
+(``collect``), or a ``StreamFollower`` of ``tests.utils.sse`` (``until``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import httpx
 from langgraph_sdk import get_client
 
 from api.store import runs, threads
-from eval.harness import ServerProcess, SSEEvent, StreamFollower, read_sse
+from api.store.claimed_run import ClaimedRun
+from tests.utils.server import ServerProcess
+from tests.utils.sse import SSEEvent, StreamFollower, read_sse
 
 MODES = ["updates", "custom"]
 """The stream modes the tests read: node updates and the agent's own events."""
@@ -32,7 +34,7 @@ async def sdk_client(url: str, **kwargs: Any) -> AsyncIterator[Any]:
         yield client
 
 
-async def claimed_run(runtime: Any, thread_id: str | None = None) -> dict[str, Any]:
+async def claimed_run(runtime: Any, thread_id: str | None = None) -> ClaimedRun:
     """A run of a new thread (or of ``thread_id``, which has no other active run), claimed from
     the queue (running, attempt 1) by a worker called ``test``, made straight in ``runtime``'s
     database: for driving the event writer without a server."""
