@@ -174,7 +174,7 @@ def create_app(settings: Settings) -> FastAPI:
                 asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, dump_tasks)
             logger.info(
                 "threadline ready: model %s, database %s",
-                settings.model_label,
+                agent_routes.agent_of(service).settings.model_label,
                 service.runtime.database.mode,
             )
             yield state

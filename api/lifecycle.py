@@ -24,7 +24,8 @@ from api.runs.service import Service
 
 @asynccontextmanager
 async def open_serving_runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    """The runtime (``api.engine.runtime``) serving the built-in agent, the default graph."""
+    """The runtime (``api.engine.runtime``) serving the built-in agent, the default graph (its
+    own settings, ``agent.settings``, are read where it is opened: ``open_agent``)."""
     async with open_runtime(settings) as runtime:
         graph, adapter = await open_agent(settings, runtime.saver, runtime.store)
         runtime.serve(BUILTIN_ASSISTANT, graph, adapter)

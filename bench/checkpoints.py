@@ -265,9 +265,8 @@ async def run_variant(
     """One thread of ``steps`` agent steps under ``variant``; measurements every ``every``."""
     from agent import ApprovalPolicy, build_graph
     from agent.limits import Limits
-    from api.platform.settings import Settings
+    from agent.settings import AgentSettings
 
-    settings = Settings(database_url=url, data_dir=data_dir, pool_max_size=4)
     thread_id = str(uuid.uuid4())
     seed_workspace(data_dir, thread_id, files)
     points: list[dict[str, Any]] = []
@@ -307,7 +306,7 @@ async def run_variant(
         with patched_state(state):
             graph = build_graph(
                 model=model,
-                tools=agent_tools(settings),
+                tools=agent_tools(AgentSettings()),
                 checkpointer=saver,
                 data_dir=data_dir,
                 policy=ApprovalPolicy({"*": "auto"}),

@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
+from agent.settings import AgentSettings
 from api.builtin_agent.wiring import build_agent
 from api.durable.saver import PooledSaver
 from api.engine.runtime import saver_concurrency
@@ -58,8 +59,9 @@ async def run_level(
         if floor_saver == "stock":
             saver = AsyncPostgresSaver(pool)  # type: ignore[assignment]
         if work.name == "counter":
-            graph = build_agent(settings, saver)
-            recursion_limit = settings.limits.recursion_limit()
+            agent = AgentSettings()
+            graph = build_agent(settings, agent, saver)
+            recursion_limit = agent.limits.recursion_limit()
         else:
             graph = nowork.builder().compile(checkpointer=saver)
             recursion_limit = 4 * nowork.SUPERSTEPS

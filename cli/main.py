@@ -10,15 +10,19 @@ import os
 import re
 import sys
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import AliasChoices, ValidationError
+from pydantic_settings import BaseSettings
 from pydantic_settings.exceptions import SettingsError
 
+from agent.settings import AgentSettings
 from agent.tasks import CATALOG, get_task
 from api.platform.settings import Settings
 from cli import terminal
 from cli.terminal import ServerBackend, find_server
+
+AnySettings = TypeVar("AnySettings", bound=BaseSettings)
 
 
 def _param(text: str) -> tuple[str, Any]:
@@ -66,13 +70,25 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def load_settings() -> Settings:
-    """The settings, or an exit with every problem in one message (no traceback)."""
+def load_settings() -> tuple[Settings, AgentSettings]:
+    """The service's settings and the built-in agent's, or an exit with every problem of both in
+    one message (no traceback)."""
+    problems: list[str] = []
+    settings = _read(Settings, problems)
+    agent = _read(AgentSettings, problems)
+    if settings is None or agent is None:
+        listed = "\n".join(f"  - {problem}" for problem in problems)
+        sys.exit(f"threadline: invalid settings:\n{listed}")
+    return settings, agent
+
+
+def _read(kind: type[AnySettings], problems: list[str]) -> AnySettings | None:
+    """``kind`` read from the environment, or None with its problems added to ``problems``."""
     try:
-        return Settings()
+        return kind()
     except (ValidationError, SettingsError) as err:
-        problems = "\n".join(f"  - {problem}" for problem in settings_problems(err))
-        sys.exit(f"threadline: invalid settings:\n{problems}")
+        problems.extend(settings_problems(err))
+        return None
 
 
 def settings_problems(error: ValidationError | SettingsError) -> list[str]:
@@ -93,7 +109,7 @@ def _variable(loc: tuple[int | str, ...]) -> str:
         return "settings"
     head, *rest = loc
     name = str(head)
-    field = Settings.model_fields.get(name)
+    field = Settings.model_fields.get(name) or AgentSettings.model_fields.get(name)
     if field is not None:
         alias = field.validation_alias
         first = alias.choices[0] if isinstance(alias, AliasChoices) else alias
@@ -101,7 +117,9 @@ def _variable(loc: tuple[int | str, ...]) -> str:
     return name + "".join(f"[{json.dumps(part)}]" for part in rest)
 
 
-async def drive(settings: Settings, thread_id: str, first: Any, *, auto_approve: bool) -> int:
+async def drive(
+    settings: Settings, agent: AgentSettings, thread_id: str, first: Any, *, auto_approve: bool
+) -> int:
     """Run through a server when one answers at ``THREADLINE_URL``, else through the same
     service started in this process."""
     url = os.environ.get("THREADLINE_URL") or f"http://{settings.host}:{settings.port}"
@@ -116,7 +134,7 @@ async def drive(settings: Settings, thread_id: str, first: Any, *, auto_approve:
     from api.server import serving_here
 
     async with serving_here(settings) as (here, mode), terminal.client_for(here) as client:
-        print(f"thread {thread_id} · model: {settings.model_label} · in-process, database: {mode}")
+        print(f"thread {thread_id} · model: {agent.model_label} · in-process, database: {mode}")
         backend = ServerBackend(client, thread_id)
         return await terminal.drive(backend, thread_id, first, auto_approve=auto_approve)
 
@@ -131,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
             )
             print(f"{task.name:10} {task.title}" + (f"  ({params})" if params else ""))
         return
-    settings = load_settings()
+    settings, agent = load_settings()
     if args.command == "keys":
         from cli.keys import keys_command
 
@@ -155,12 +173,14 @@ def main(argv: list[str] | None = None) -> None:
             first = {"messages": [{"role": "user", "content": " ".join(args.text)}]}
         thread_id = args.thread or str(uuid.uuid4())
         sys.exit(
-            follow(drive(settings, thread_id, first, auto_approve=args.auto_approve), thread_id)
+            follow(
+                drive(settings, agent, thread_id, first, auto_approve=args.auto_approve), thread_id
+            )
         )
     if args.command == "resume":
         sys.exit(
             follow(
-                drive(settings, args.thread_id, None, auto_approve=args.auto_approve),
+                drive(settings, agent, args.thread_id, None, auto_approve=args.auto_approve),
                 args.thread_id,
             )
         )

@@ -21,11 +21,12 @@ from api.platform.settings import Settings
 from tests.utils.db import TEST_DATABASE_ENV, create_database, drop_database, embedded_data_dir
 
 LEAKY_ENV = ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL")
-"""Variables of the machine that ``Settings`` reads and tests must not inherit."""
+"""Variables of the machine that ``Settings`` or the agent's ``AgentSettings`` read and tests
+must not inherit."""
 
 
 def scrubbed_environ() -> dict[str, str]:
-    """``os.environ`` without anything ``Settings`` would read (for subprocesses)."""
+    """``os.environ`` without anything either settings class would read (for subprocesses)."""
     return {
         k: v
         for k, v in os.environ.items()
@@ -56,7 +57,7 @@ def database_url(pg_admin_url: str) -> Iterator[str]:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No machine variable that ``Settings`` reads leaks into the test."""
+    """No machine variable that either settings class reads leaks into the test."""
     for name in list(os.environ):
         if name in LEAKY_ENV or (name.startswith("THREADLINE_") and name != TEST_DATABASE_ENV):
             monkeypatch.delenv(name)

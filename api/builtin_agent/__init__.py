@@ -3,12 +3,12 @@
 - ``checks``: what a run of the agent may send (input, command, approval rules).
 - ``adapter``: :class:`~api.builtin_agent.adapter.BuiltinAgent`, the agent's ``GraphAdapter``
   (run checks, approval answers, tool-call hooks into the audit log, workspaces, ``/info``).
-- ``wiring``: the agent built from settings (model, tools, sandbox, tasks, policy).
+- ``wiring``: the agent built from its settings (``agent.settings.AgentSettings``: model, tools,
+  sandbox, tasks, policy, budgets), read from the environment when it is opened.
 - ``routes``: its HTTP routes (the thread's workspace, ``/tasks``).
 
 The rest of ``api/`` serves any LangGraph graph and imports nothing from ``agent/``
-(``tests/test_structure.py`` checks it). Kept import-free so ``api.platform.settings`` can use
-``api.builtin_agent.rules`` without loading the agent.
+(``tests/test_structure.py`` checks it).
 """
 
 BUILTIN_ASSISTANT = "agent"

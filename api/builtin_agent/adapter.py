@@ -11,25 +11,29 @@ from __future__ import annotations
 import contextlib
 import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agent.approval import approval_calls, is_approval_request, parse_decisions, superseded_answer
 from agent.events import PriorResult, ToolExecution
 from agent.hooks import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
 from agent.policy import ApprovalPolicy
+from agent.settings import AgentSettings
 from agent.tasks import TaskCatalog
 from agent.tools import Sandbox, ToolSpec, workspace_dir
 from agent.tools.mcp import McpServerStatus
 from agent.tools.mcp_journal import journal_dir
 from api.builtin_agent import checks
-from api.platform.settings import Settings
 from api.project.adapters import GraphAdapter, RunHooks, RunRequest
 from api.store.audit import ToolRecord
 
 
 @dataclass
 class BuiltinAgent(GraphAdapter):
-    settings: Settings
+    settings: AgentSettings
+    """The agent's settings (``agent.settings``): its model, budgets, policy."""
+    data_dir: Path
+    """The service's data directory, where the threads' workspaces are."""
     tools: dict[str, ToolSpec]
     """The agent's tools by name (approval edits are validated against them)."""
     tasks: TaskCatalog
@@ -104,7 +108,7 @@ class BuiltinAgent(GraphAdapter):
 
     def thread_deleted(self, thread_id: str) -> None:
         with contextlib.suppress(ValueError):  # an id that cannot name a workspace never had one
-            workspace = workspace_dir(self.settings.data_dir, thread_id)
+            workspace = workspace_dir(self.data_dir, thread_id)
             shutil.rmtree(workspace, ignore_errors=True)
             # The journal of MCP calls sent from it (agent.tools.mcp_journal), kept beside it.
             shutil.rmtree(journal_dir(workspace), ignore_errors=True)
@@ -114,13 +118,15 @@ class BuiltinAgent(GraphAdapter):
 
     def thread_copied(self, source: str, target: str) -> None:
         with contextlib.suppress(ValueError):  # an id that cannot name a workspace never had one
-            src = workspace_dir(self.settings.data_dir, source)
+            src = workspace_dir(self.data_dir, source)
             if src.is_dir():
-                dst = workspace_dir(self.settings.data_dir, target)
+                dst = workspace_dir(self.data_dir, target)
                 shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
 
     def describe(self) -> dict[str, Any]:
         return {
+            # The model in use: "openai:<name> [at <base url>]", or the offline scripted one.
+            "model": self.settings.model_label,
             # How commands run: "bwrap" (confined), "off" (unconfined, THREADLINE_SANDBOX=off)
             # or "unavailable" (refused; the start-up log says how to enable a sandbox).
             "sandbox": self.sandbox.status,

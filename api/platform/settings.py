@@ -1,4 +1,8 @@
-"""Settings: one class, read from the environment, that fails fast with every problem at once."""
+"""Settings: one class, read from the environment, that fails fast with every problem at once.
+
+The service's own; the built-in agent's (its model, tools, policy, budgets) are the agent's
+(``agent.settings``), read where the agent is opened (``api.builtin_agent.wiring``).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,12 @@ from pydantic import (
     AliasChoices,
     Field,
     IPvAnyNetwork,
-    SecretStr,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from api.builtin_agent.rules import OFFLINE_MODEL_NAME, Limits, parse_mcp_servers, validate_rules
 
 
 def _default_data_dir() -> Path:
@@ -29,10 +30,10 @@ def _default_data_dir() -> Path:
 class Settings(BaseSettings):
     """threadline's configuration; environment variables are ``THREADLINE_<FIELD>`` unless noted.
 
-    A list is a JSON array or comma-separated items, a dict a JSON object (``values_from_text``).
+    A list is a JSON array or comma-separated items (``values_from_text``).
     """
 
-    # Lists and JSON objects are parsed by ``values_from_text`` instead of pydantic-settings, whose
+    # Lists are parsed by ``values_from_text`` instead of pydantic-settings, whose
     # JSON decoding fails outside validation (one SettingsError, the other problems unreported).
     model_config = SettingsConfigDict(
         env_prefix="THREADLINE_", extra="ignore", enable_decoding=False
@@ -44,40 +45,6 @@ class Settings(BaseSettings):
     """PostgreSQL to use (``DATABASE_URL``); unset: an embedded server in ``data_dir``."""
     data_dir: Path = Field(default_factory=_default_data_dir)
     """Embedded database, workspaces (``<data_dir>/workspaces/<thread_id>``)."""
-
-    openai_api_key: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("OPENAI_API_KEY", "THREADLINE_OPENAI_API_KEY")
-    )
-    """Set to use an OpenAI-compatible model; unset: the offline scripted model."""
-    openai_base_url: str | None = Field(
-        None, validation_alias=AliasChoices("OPENAI_BASE_URL", "THREADLINE_OPENAI_BASE_URL")
-    )
-    """An OpenAI-compatible endpoint (vLLM, Ollama, ...); unset: OpenAI itself."""
-    openai_model: str = Field(
-        "gpt-4o-mini", validation_alias=AliasChoices("OPENAI_MODEL", "THREADLINE_OPENAI_MODEL")
-    )
-    openai_timeout: float = Field(
-        120.0,
-        gt=0,
-        le=3600,
-        validation_alias=AliasChoices("OPENAI_TIMEOUT", "THREADLINE_OPENAI_TIMEOUT"),
-    )
-    """Seconds a model request may wait for the endpoint (to connect, and between two streamed
-    chunks) before it fails; the run then ends in error naming the endpoint and this setting."""
-    openai_max_retries: int = Field(
-        2,
-        ge=0,
-        le=10,
-        validation_alias=AliasChoices("OPENAI_MAX_RETRIES", "THREADLINE_OPENAI_MAX_RETRIES"),
-    )
-    """Retries of a model request that timed out, could not connect or got 408/409/429/5xx."""
-    openai_max_tokens: int | None = Field(
-        None,
-        ge=1,
-        validation_alias=AliasChoices("OPENAI_MAX_TOKENS", "THREADLINE_OPENAI_MAX_TOKENS"),
-    )
-    """Most tokens one model answer may have (``max_tokens``); unset: the server's own limit. A
-    small local model can otherwise write until its context is full."""
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -149,38 +116,6 @@ class Settings(BaseSettings):
     """Deliveries of a webhook tried (after connection errors, timeouts, 429 and 5xx; 1 s, 2 s,
     4 s... apart, at most 5 min) before it is marked failed (``api.engine.webhooks``)."""
 
-    approval_policy: dict[str, str] = Field(default_factory=dict)
-    """Deployment rules, JSON: ``{"run_command": "deny", "*": "ask"}``."""
-    allow_policy_overrides: bool = False
-    """Let a run's ``config.configurable.approval_policy`` loosen the server's rules (it can
-    always tighten them). Off: a loosening run gets 403."""
-    tasks_dir: Path | None = None
-    """A directory of the operator's own task files (``agent.tasks.operator``), one JSON each."""
-    freeform_check: list[str] | None = None
-    """Acceptance check of free-text runs, a list (program and arguments); unset: none."""
-    allowed_programs: list[str] | None = None
-    """Programs ``run_command`` may start (a list); unset: the built-in allow-list."""
-    sandbox: Literal["auto", "bwrap", "off"] = "auto"
-    """How commands (``run_command``, acceptance checks) are confined (``agent.tools.sandbox``).
-    ``auto``: bubblewrap when it can start, else commands are refused with how to enable it;
-    ``bwrap``: the same, but start-up fails without it; ``off``: unconfined (logged as a
-    warning)."""
-    mcp_servers: dict[str, Any] = Field(default_factory=dict)
-    """External MCP servers whose tools join the built-in agent's, JSON (``agent.tools.
-    mcp_config``): ``{"git": {"command": "python", "args": ["-m", "mcp_server_git",
-    "--repository", "{workspace}"]}}``; a config file's ``"mcp_servers"`` adds to them."""
-    max_steps: int = Field(20, ge=1)
-    max_tokens: int = Field(200_000, ge=1)
-    max_seconds: float = Field(600.0, gt=0)
-    max_verify_attempts: int = Field(2, ge=1)
-    tool_concurrency: int = Field(4, ge=1, le=64)
-    """Read-only tool calls of one agent step that run at once per thread; calls that write run
-    one at a time, in the order the model gave them."""
-    context_budget: int | None = Field(None, ge=256)
-    """Tokens one model call may send (system prompt, messages, tool schemas, estimated);
-    above 80% of it older turns are compacted into a summary (``agent.context``). Unset: the
-    model's known window minus room for its reply (32,000 for an unknown model)."""
-
     auth: Literal["none", "keys"] = "none"
     """``keys``: built-in API keys (``threadline keys create``); ``none``: no authentication, and
     the server binds loopback only. A ``langgraph.json`` with ``"auth"`` overrides both."""
@@ -204,33 +139,15 @@ class Settings(BaseSettings):
     @field_validator("*", mode="before")
     @classmethod
     def values_from_text(cls, value: Any, info: ValidationInfo) -> Any:
-        """A list setting is a JSON array or comma-separated items; a dict setting is a JSON
-        object; an empty or blank value of either means its default."""
+        """A list setting is a JSON array or comma-separated items; an empty or blank value
+        means its default."""
         if not isinstance(value, str) or info.field_name is None:
             return value
-        container = _container(cls.model_fields[info.field_name].annotation)
-        if container is None:
+        if not _is_list(cls.model_fields[info.field_name].annotation):
             return value
         if not value.strip():
             raise PydanticUseDefault()
-        return _list_from_text(value) if container is list else _object_from_text(value)
-
-    @field_validator("approval_policy")
-    @classmethod
-    def approval_rules_are_known(cls, value: dict[str, str]) -> dict[str, str]:
-        return dict(validate_rules(value))
-
-    @field_validator("mcp_servers")
-    @classmethod
-    def mcp_servers_are_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
-        parse_mcp_servers(value)
-        return value
-
-    @field_validator("openai_base_url")
-    @classmethod
-    def empty_base_url_is_unset(cls, value: str | None) -> str | None:
-        # OPENAI_BASE_URL="" (docker-compose passes it through empty) means OpenAI itself.
-        return value or None
+        return _list_from_text(value)
 
     @field_validator("database_url")
     @classmethod
@@ -246,44 +163,20 @@ class Settings(BaseSettings):
                 "THREADLINE_HEARTBEAT_SECONDS must be at most half of THREADLINE_LEASE_SECONDS, "
                 "or live runs would be taken over"
             )
-        if self.openai_base_url and not self.openai_api_key:
-            raise ValueError(
-                "OPENAI_BASE_URL is set but OPENAI_API_KEY is not: set OPENAI_API_KEY too "
-                "(any non-empty value for servers that ignore it)"
-            )
         return self
 
-    @property
-    def limits(self) -> Limits:
-        return Limits(
-            max_steps=self.max_steps,
-            max_tokens=self.max_tokens,
-            max_seconds=self.max_seconds,
-            max_verify_attempts=self.max_verify_attempts,
-            tool_concurrency=self.tool_concurrency,
-            context_budget=self.context_budget,
-        )
 
-    @property
-    def model_label(self) -> str:
-        """What ``/info`` and the CLI say the model is."""
-        if self.openai_api_key:
-            return f"openai:{self.openai_model}" + (
-                f" at {self.openai_base_url}" if self.openai_base_url else ""
-            )
-        return OFFLINE_MODEL_NAME
-
-
-def _container(annotation: Any) -> type | None:
-    """``list`` or ``dict`` when a field holds one (or None), else None."""
-    for candidate in (annotation, *get_args(annotation)):
-        origin = get_origin(candidate) or candidate
-        if origin is list or origin is dict:
-            return origin
-    return None
+def _is_list(annotation: Any) -> bool:
+    """Whether a field holds a list (or None)."""
+    return any(
+        (get_origin(candidate) or candidate) is list
+        for candidate in (annotation, *get_args(annotation))
+    )
 
 
 def _list_from_text(text: str) -> Any:
+    # The built-in agent's settings parse their lists the same way (``agent.settings``), which
+    # this package may not import.
     if text.lstrip().startswith("["):
         try:
             return json.loads(text)
@@ -292,10 +185,3 @@ def _list_from_text(text: str) -> Any:
                 f"not a valid JSON array ({err}): give a JSON array or comma-separated values"
             ) from None
     return [item.strip() for item in text.split(",") if item.strip()]
-
-
-def _object_from_text(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as err:
-        raise ValueError(f"not valid JSON ({err}): give a JSON object") from None

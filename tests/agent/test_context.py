@@ -39,6 +39,7 @@ from agent.context import (
 from agent.context_summary import SUMMARY_NAME, conversation_length, digest, summary_counts
 from agent.models import OfflineChatModel
 from agent.models.openai_model import openai_chat_model
+from agent.settings import AgentSettings
 from agent.tasks.base import MARKER
 from agent.tools import Sandbox, ToolSpec, command_tool, default_tools, workspace_dir
 from api.engine.runtime import Runtime
@@ -356,10 +357,10 @@ def test_default_budgets_and_the_setting(monkeypatch: pytest.MonkeyPatch, clean_
     assert default_budget("some-local-model") == 32_000 - 4096
     assert default_budget(None) == 32_000 - 4096
     monkeypatch.setenv("THREADLINE_CONTEXT_BUDGET", "1536")
-    assert Settings().limits.context_budget == 1536
+    assert AgentSettings().limits.context_budget == 1536
     monkeypatch.setenv("THREADLINE_CONTEXT_BUDGET", "10")
     with pytest.raises(ValidationError, match="context_budget"):
-        Settings()
+        AgentSettings()
 
 
 async def test_a_real_chat_model_writes_the_summary_over_http(runtime: Runtime) -> None:

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from agent import ApprovalPolicy, Limits, build_graph
 from agent.approval import is_approval_request
 from agent.models import NOT_CONFIGURED, OfflineChatModel
+from agent.settings import AgentSettings
 from agent.tools import ToolContext, ToolSpec, default_tools, workspace_dir
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.builtin_agent.wiring import build_agent
@@ -138,7 +139,7 @@ async def test_counter_runs_to_verified_with_parallel_calls(
     runtime: Runtime, settings: Settings
 ) -> None:
     graph = runtime.graphs[BUILTIN_ASSISTANT]
-    config = make_config(settings.limits)
+    config = make_config(AgentSettings().limits)
     out = await stream(graph, counter(4, 0.3), config)
 
     state = await graph.aget_state(config)
@@ -179,8 +180,8 @@ async def test_counter_runs_to_verified_with_parallel_calls(
 async def test_fix_test_with_auto_policy_runs_to_verified(
     runtime: Runtime, settings: Settings
 ) -> None:
-    graph = build_agent(settings.model_copy(update={"approval_policy": AUTO}), runtime.saver)
-    config = make_config(settings.limits)
+    graph = build_agent(settings, AgentSettings(approval_policy=AUTO), runtime.saver)
+    config = make_config(AgentSettings().limits)
     out = await stream(graph, {"task": {"name": "fix_test"}}, config)
 
     state = await graph.aget_state(config)
@@ -195,7 +196,7 @@ async def test_fix_test_asks_before_editing_then_resumes(
     runtime: Runtime, settings: Settings
 ) -> None:
     graph = runtime.graphs[BUILTIN_ASSISTANT]
-    config = make_config(settings.limits)
+    config = make_config(AgentSettings().limits)
     out = await stream(graph, {"task": {"name": "fix_test"}}, config)
     calc = workspace(settings, config) / "calc.py"
 
@@ -235,7 +236,7 @@ async def test_rejected_edit_is_not_run_and_the_task_fails(
     runtime: Runtime, settings: Settings
 ) -> None:
     graph = runtime.graphs[BUILTIN_ASSISTANT]
-    config = make_config(settings.limits)
+    config = make_config(AgentSettings().limits)
     await stream(graph, {"task": {"name": "fix_test"}}, config)
     state = await graph.aget_state(config)
     (pending,) = [i for t in state.tasks for i in t.interrupts]
@@ -250,14 +251,14 @@ async def test_rejected_edit_is_not_run_and_the_task_fails(
     assert "do not touch calc.py" in str(edit.content)
     # The tests still fail, so both acceptance checks fail.
     assert state.values["status"] == "failed"
-    assert state.values["verify_attempts"] == settings.limits.max_verify_attempts
+    assert state.values["verify_attempts"] == AgentSettings().limits.max_verify_attempts
 
 
 async def test_edited_approval_runs_the_edited_arguments(
     runtime: Runtime, settings: Settings
 ) -> None:
     graph = runtime.graphs[BUILTIN_ASSISTANT]
-    config = make_config(settings.limits)
+    config = make_config(AgentSettings().limits)
     await stream(graph, {"task": {"name": "fix_test"}}, config)
     state = await graph.aget_state(config)
     (pending,) = [i for t in state.tasks for i in t.interrupts]
@@ -277,7 +278,7 @@ async def test_an_invalid_answer_that_reaches_the_graph_runs_nothing(
     """The service refuses invalid answers (422); one that reaches the graph anyway (the old
     ``{"decision": ...}`` shape, say) fails closed: the call is not run."""
     graph = runtime.graphs[BUILTIN_ASSISTANT]
-    config = make_config(settings.limits)
+    config = make_config(AgentSettings().limits)
     await stream(graph, {"task": {"name": "fix_test"}}, config)
     state = await graph.aget_state(config)
     (pending,) = [i for t in state.tasks for i in t.interrupts]
@@ -297,7 +298,7 @@ async def test_parallel_asks_are_one_request_and_each_call_gets_its_own_decision
     """``notes`` writes two files in one step: one interrupt asks about both calls, and the
     answer's two decisions apply each to its own call, in order."""
     graph = runtime.graphs[BUILTIN_ASSISTANT]
-    config = make_config(settings.limits)
+    config = make_config(AgentSettings().limits)
     out = await stream(graph, {"task": {"name": "notes", "params": {}}}, config)
     assert len([u for u in out.updates if "__interrupt__" in u]) == 1
     state = await graph.aget_state(config)
@@ -373,7 +374,7 @@ async def test_freeform_input_on_the_offline_model_says_no_model_is_configured(
     runtime: Runtime, settings: Settings
 ) -> None:
     graph = runtime.graphs[BUILTIN_ASSISTANT]
-    config = make_config(settings.limits)
+    config = make_config(AgentSettings().limits)
     out = await stream(graph, ask("Write me a poem about PostgreSQL."), config)
 
     state = await graph.aget_state(config)

@@ -18,6 +18,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from agent.approval import approval_calls, is_approval_request
+from agent.settings import AgentSettings
 from agent.tasks import CATALOG
 from agent.tools import run_program
 from api.builtin_agent import BUILTIN_ASSISTANT
@@ -79,8 +80,8 @@ async def test_check_fails_on_the_untouched_template(name: str, tmp_path: Path) 
 
 @pytest.mark.parametrize("name", list(CATALOG))
 async def test_offline_plan_reaches_verified(name: str, runtime: Runtime) -> None:
-    auto = runtime.settings.model_copy(update={"approval_policy": {"*": "auto"}})
-    graph = build_agent(auto, runtime.saver)
+    auto = AgentSettings(approval_policy={"*": "auto"})
+    graph = build_agent(runtime.settings, auto, runtime.saver)
     config = config_for()
     custom = await drive(graph, task_input(name), config)
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 import agent.concurrency
 from agent import ApprovalPolicy, Limits
 from agent.concurrency import ToolTurns
+from agent.settings import AgentSettings
 from agent.state import ToolTask
 from agent.tools import ToolContext, ToolSpec, default_tools
 from api.engine.runtime import Runtime
@@ -162,12 +163,12 @@ def test_the_cap_is_4_by_default_and_a_setting(
     monkeypatch: pytest.MonkeyPatch, clean_env: None
 ) -> None:
     assert Limits().tool_concurrency == 4
-    assert Settings().limits.tool_concurrency == 4
+    assert AgentSettings().limits.tool_concurrency == 4
     monkeypatch.setenv("THREADLINE_TOOL_CONCURRENCY", "2")
-    assert Settings().limits.tool_concurrency == 2
+    assert AgentSettings().limits.tool_concurrency == 2
     monkeypatch.setenv("THREADLINE_TOOL_CONCURRENCY", "0")
     with pytest.raises(ValidationError, match="tool_concurrency"):
-        Settings()
+        AgentSettings()
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,13 +8,12 @@ import uuid
 from typing import Any
 
 from agent.nodes.tool_call import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
+from agent.settings import AgentSettings
 from api.builtin_agent.wiring import build_agent
 
 
 async def test_a_recorded_call_is_not_executed_again(runtime: Any, settings: Any) -> None:
-    graph = build_agent(
-        settings.model_copy(update={"approval_policy": {"*": "auto"}}), runtime.saver
-    )
+    graph = build_agent(settings, AgentSettings(approval_policy={"*": "auto"}), runtime.saver)
     thread_id = str(uuid.uuid4())
     asked: list[str] = []
     recorded: list[dict[str, Any]] = []
@@ -57,9 +56,7 @@ async def test_a_recorded_call_is_not_executed_again(runtime: Any, settings: Any
 
 
 async def test_an_execution_is_recorded_with_its_whole_result(runtime: Any, settings: Any) -> None:
-    graph = build_agent(
-        settings.model_copy(update={"approval_policy": {"*": "auto"}}), runtime.saver
-    )
+    graph = build_agent(settings, AgentSettings(approval_policy={"*": "auto"}), runtime.saver)
     thread_id = str(uuid.uuid4())
     recorded: list[dict[str, Any]] = []
 

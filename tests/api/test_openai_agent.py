@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from agent.settings import AgentSettings
 from api.builtin_agent.wiring import build_agent
 from api.platform.settings import Settings
 from tests.utils.fake_openai import FakeOpenAIServer, Reply, ToolCall
@@ -33,14 +34,12 @@ async def test_agent_runs_tools_through_an_openai_compatible_server(
             Reply(content="Both files are written.", prompt_tokens=150, completion_tokens=5),
         ]
     ) as server:
-        model_settings = settings.model_copy(
-            update={
-                "openai_api_key": SecretStr(server.api_key),
-                "openai_base_url": server.base_url,
-                "approval_policy": {"*": "auto"},
-            }
+        agent = AgentSettings(
+            openai_api_key=SecretStr(server.api_key),
+            openai_base_url=server.base_url,
+            approval_policy={"*": "auto"},
         )
-        graph = build_agent(model_settings, runtime.saver)
+        graph = build_agent(settings, agent, runtime.saver)
         thread_id = str(uuid.uuid4())
         config: Any = {
             "configurable": {"thread_id": thread_id, "approval_policy": {"*": "auto"}},

@@ -1,4 +1,5 @@
-"""Settings fail fast, with every problem in one error."""
+"""Settings fail fast, with every problem in one error (the built-in agent's own settings:
+``tests/agent/test_settings.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
 from api.platform.settings import Settings
-from cli.main import settings_problems
+from cli.main import load_settings, settings_problems
 from tests.conftest import scrubbed_environ
 from tests.utils.cli import threadline_command
 from tests.utils.db import TEST_DATABASE_ENV
@@ -18,14 +19,10 @@ from tests.utils.db import TEST_DATABASE_ENV
 
 def test_every_problem_is_reported_at_once(clean_env: None) -> None:
     with pytest.raises(ValidationError) as info:
-        Settings(
-            database_url="mysql://nope",
-            approval_policy={"write_file": "sometimes"},
-            port=70000,
-        )
+        Settings(database_url="mysql://nope", workers=0, port=70000)
     text = str(info.value)
     assert "DATABASE_URL must start with postgresql://" in text
-    assert "approval_policy has invalid rules" in text
+    assert "workers" in text
     assert "port" in text
     assert info.value.error_count() == 3
 
@@ -35,28 +32,12 @@ def test_heartbeat_must_fit_twice_in_the_lease(clean_env: None) -> None:
         Settings(lease_seconds=2, heartbeat_seconds=1.5)
 
 
-def test_base_url_without_key_says_what_to_set(clean_env: None) -> None:
-    with pytest.raises(ValidationError, match="set OPENAI_API_KEY too"):
-        Settings(openai_base_url="http://localhost:11434/v1")
-
-
-def test_environment_is_read_and_empty_base_url_means_openai(
-    clean_env: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_environment_is_read(clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgresql://u@db:5432/x")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("OPENAI_BASE_URL", "")
-    monkeypatch.setenv("THREADLINE_APPROVAL_POLICY", '{"run_command": "deny"}')
+    monkeypatch.setenv("THREADLINE_WORKERS", "3")
     s = Settings()
     assert s.database_url == "postgresql://u@db:5432/x"
-    assert s.openai_base_url is None
-    assert s.openai_api_key is not None and s.openai_api_key.get_secret_value() == "sk-test"
-    assert s.approval_policy == {"run_command": "deny"}
-    assert s.model_label == "openai:gpt-4o-mini"
-
-
-def test_offline_model_is_labelled_as_what_it_is(clean_env: None) -> None:
-    assert "not a language model" in Settings().model_label
+    assert s.workers == 3
 
 
 def test_checkpoint_retention_is_all_unless_set_and_names_its_choices(
@@ -97,7 +78,7 @@ def test_every_list_setting_takes_both_forms(
     clean_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     names = [n for n, f in Settings.model_fields.items() if "list[str]" in str(f.annotation)]
-    assert {"allowed_hosts", "cors_origins", "freeform_check", "allowed_programs"} <= set(names)
+    assert {"allowed_hosts", "cors_origins"} <= set(names)
     for raw in ("python, -m,pytest", '["python", "-m", "pytest"]'):
         for name in names:
             monkeypatch.setenv(f"THREADLINE_{name.upper()}", raw)
@@ -110,22 +91,19 @@ def test_every_list_setting_takes_both_forms(
         assert [str(n) for n in networks] == ["10.0.0.0/8", "::1/128"]
 
 
-def test_an_empty_list_or_object_setting_means_its_default(
+def test_an_empty_list_setting_means_its_default(
     clean_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("ALLOWED_HOSTS", "CORS_ORIGINS", "FREEFORM_CHECK", "APPROVAL_POLICY"):
+    for name in ("ALLOWED_HOSTS", "CORS_ORIGINS"):
         monkeypatch.setenv(f"THREADLINE_{name}", " ")
     s = Settings()
     assert s.allowed_hosts == ["localhost", "127.0.0.1", "::1"]
-    assert (s.cors_origins, s.freeform_check, s.approval_policy) == ([], None, {})
+    assert s.cors_origins == []
 
 
 @pytest.mark.parametrize(
     ("name", "raw", "says"),
     [
-        ("THREADLINE_APPROVAL_POLICY", "notjson", "not valid JSON"),
-        ("THREADLINE_MCP_SERVERS", "{bad", "not valid JSON"),
-        ("THREADLINE_APPROVAL_POLICY", '["run_command"]', "valid dictionary"),
         ("THREADLINE_CORS_ORIGINS", '["http://a", ', "not a valid JSON array"),
         ("THREADLINE_ALLOWED_HOSTS", "[1]", "valid string"),
     ],
@@ -140,19 +118,22 @@ def test_a_malformed_setting_is_a_validation_error_naming_its_variable(
     assert problem.startswith(name) and says in problem, problem
 
 
-def test_two_malformed_settings_are_reported_together(
+def test_malformed_settings_of_the_service_and_the_agent_are_reported_together(
     clean_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("THREADLINE_APPROVAL_POLICY", "notjson")
     monkeypatch.setenv("THREADLINE_MCP_SERVERS", "{bad")
     monkeypatch.setenv("THREADLINE_PORT", "eighty")
-    with pytest.raises(ValidationError) as info:
-        Settings()
-    problems = settings_problems(info.value)
-    assert sorted(p.split(":")[0] for p in problems) == [
-        "THREADLINE_APPROVAL_POLICY",
-        "THREADLINE_MCP_SERVERS",
-        "THREADLINE_PORT",
+    monkeypatch.setenv("OPENAI_TIMEOUT", "0")
+    with pytest.raises(SystemExit) as info:
+        load_settings()
+    lines = str(info.value.code).splitlines()
+    assert lines[0] == "threadline: invalid settings:"
+    assert sorted(line.split(":")[0] for line in lines[1:]) == [
+        "  - OPENAI_TIMEOUT",
+        "  - THREADLINE_APPROVAL_POLICY",
+        "  - THREADLINE_MCP_SERVERS",
+        "  - THREADLINE_PORT",
     ]
 
 

@@ -61,7 +61,6 @@ async def info(svc: ServiceDep) -> Any:
     rt = svc.runtime
     out = {
         "version": version("threadline"),
-        "model": rt.settings.model_label,
         "database": rt.database.mode,
         "assistants": sorted(rt.graphs),
         "langgraph": version("langgraph"),
@@ -71,6 +70,6 @@ async def info(svc: ServiceDep) -> Any:
         ),
         "insecure_no_auth": rt.settings.insecure_no_auth and not svc.access.enabled,
     }
-    for adapter in rt.adapters.values():  # the built-in agent's sandbox and approval policy
+    for adapter in rt.adapters.values():  # the built-in agent's model, sandbox, approval policy
         out.update(adapter.describe())
     return out

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from agent.hooks import PRIOR_RESULT_KEY, RECORD_TOOL_KEY
+from agent.settings import AgentSettings
 from agent.tools import default_tools, ensure_workspace
 from api.builtin_agent.wiring import mcp_servers, open_agent
 from api.engine.runtime import Runtime
@@ -45,9 +46,9 @@ async def run(graph: Any, graph_input: Any, config: Any) -> list[dict[str, Any]]
 async def agent_with_git(runtime: Runtime, settings: Settings, model: ScriptedChatModel) -> Any:
     # Trusted: its readOnlyHint counts, so status runs alone and add/commit still ask.
     trusted = {**GIT_SERVER, "trusted": True}
-    with_git = settings.model_copy(update={"mcp_servers": {"git": trusted}})
+    with_git = AgentSettings(mcp_servers={"git": trusted})
     builtin = default_tools()
-    (server,) = await mcp_servers(with_git, {t.name for t in builtin})
+    (server,) = await mcp_servers(settings, with_git, {t.name for t in builtin})
     assert server.status == "ok", server.error
     return scripted_graph(runtime, model, tools=[*builtin, *server.tools])
 
@@ -146,9 +147,7 @@ async def test_info_lists_servers_their_tools_and_failures(
         "trusted_git": {**GIT_SERVER, "trusted": True},
         "broken": {"command": sys.executable, "args": ["-c", "raise SystemExit(1)"]},
     }
-    _, adapter = await open_agent(
-        settings.model_copy(update={"mcp_servers": servers}), runtime.saver
-    )
+    _, adapter = await open_agent(settings, runtime.saver, agent=AgentSettings(mcp_servers=servers))
     info = adapter.describe()["mcp_servers"]
     assert info["broken"]["status"] == "error" and info["broken"]["error"]
     untrusted = {t["name"]: t["read_only"] for t in info["git"]["tools"]}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.approval import AskedCall, approval_request, parse_decisions
+from agent.settings import AgentSettings
 from agent.tools import ToolContext, execute_tool
 from agent.tools.mcp import McpToolSpec, discover_tools
 from agent.tools.mcp_config import parse_mcp_servers
@@ -143,10 +144,8 @@ def test_bad_configuration_is_refused_with_what_is_wrong(raw: object, says: str)
 
 
 def test_the_setting_is_validated(monkeypatch: pytest.MonkeyPatch, clean_env: None) -> None:
-    from api.platform.settings import Settings
-
     monkeypatch.setenv("THREADLINE_MCP_SERVERS", '{"git": {"command": "x", "args": 1}}')
     with pytest.raises(ValueError, match="'args' must be a list of strings"):
-        Settings()
+        AgentSettings()
     monkeypatch.setenv("THREADLINE_MCP_SERVERS", '{"git": {"url": "http://h/mcp"}}')
-    assert Settings().mcp_servers == {"git": {"url": "http://h/mcp"}}
+    assert AgentSettings().mcp_servers == {"git": {"url": "http://h/mcp"}}
