@@ -7,7 +7,7 @@ import contextlib
 import ipaddress
 import logging
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import FrameType
@@ -71,6 +71,16 @@ def app_or_exit(settings: Settings) -> FastAPI:
         raise SystemExit(f"threadline: {err}") from None
 
 
+class QuietServer(uvicorn.Server):
+    """uvicorn that leaves the signals alone: Ctrl-C is the terminal's, asyncio cancels the
+    CLI's task, and the in-process server is stopped by its caller (uvicorn would take the
+    signal and raise it again after its shutdown)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 def _exit_normally(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
@@ -120,10 +130,7 @@ async def serving_here(settings: Settings) -> AsyncIterator[tuple[str, str]]:
         log_level="warning",
         timeout_graceful_shutdown=1,
     )
-    server = uvicorn.Server(config)
-    # Ctrl-C is the terminal's: asyncio cancels the CLI's task, and the ``finally`` below stops
-    # the server (uvicorn would otherwise take the signal and raise it again after shutdown).
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+    server = QuietServer(config)
     task = asyncio.create_task(server.serve(), name="threadline-in-process-server")
     while not server.started:
         if task.done():

@@ -1,8 +1,11 @@
 """Looking inside a process without touching threadline's code: SQL counts and pool statistics.
 
-``install(trace_sql=...)`` wraps psycopg's async ``execute``/``executemany`` (statement counts,
-when ``trace_sql``) and ``AsyncConnectionPool.open`` (to find the pools: their queueing
-statistics, and ``requests_waiting`` sampled every 50 ms from a thread).
+``install(trace_sql=...)`` wraps the ``open`` and ``getconn`` of threadline's pool class
+(:class:`api.platform.pool.RecentFirstPool`, every pool the service and the floor open): to find
+the pools (their queueing statistics, and ``requests_waiting`` sampled every 50 ms from a
+thread), and, when ``trace_sql``, to count checkouts and give each connection handed out a
+cursor class that counts statements (psycopg's ``cursor_factory``, what ``execute`` and
+``executemany`` run on). psycopg's own classes are left as they are.
 
 ``python -m bench.instrument serve ...`` runs ``threadline`` that way (``$BENCH_TRACE_SQL=1``
 adds statement counts) and writes :func:`snapshot` to ``$BENCH_INSTRUMENT_OUT`` on SIGUSR2 and
@@ -20,12 +23,19 @@ import re
 import sys
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
+
+from psycopg import AsyncCursor
+
+from api.platform.pool import RecentFirstPool
 
 COUNTS: Counter[str] = Counter()
 CHECKOUTS: Counter[str] = Counter()
 POOLS: list[Any] = []
 WAITING = {"max": 0, "sum": 0, "samples": 0}
+INSTALLED: set[str] = set()
+"""What :func:`install` wrapped already (``pools``, ``sql``): it wraps each once."""
 
 
 def label(query: Any) -> str:
@@ -40,12 +50,25 @@ def label(query: Any) -> str:
     return text[:90] if text else "(empty: pool connection check)"
 
 
+class TracedCursor(AsyncCursor[Any]):
+    """A cursor that counts the statements it runs, by :func:`label`."""
+
+    async def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        COUNTS[label(query)] += 1
+        return await super().execute(query, *args, **kwargs)
+
+    async def executemany(self, query: Any, params_seq: Iterable[Any], **kwargs: Any) -> None:
+        params_seq = list(params_seq)
+        COUNTS[f"[executemany x{len(params_seq)}] " + label(query)] += 1
+        await super().executemany(query, params_seq, **kwargs)
+
+
 def _sample_pools() -> None:
     while True:
         waiting = 0
         for pool in list(POOLS):
             with contextlib.suppress(Exception):
-                waiting += len(pool._waiting)
+                waiting += pool.get_stats().get("requests_waiting", 0)
         WAITING["max"] = max(WAITING["max"], waiting)
         WAITING["sum"] += waiting
         WAITING["samples"] += 1
@@ -53,45 +76,29 @@ def _sample_pools() -> None:
 
 
 def install(*, trace_sql: bool) -> None:
-    from psycopg import AsyncCursor
-    from psycopg_pool import AsyncConnectionPool
-
-    if not getattr(AsyncConnectionPool, "_bench_pools", False):
-        open_ = AsyncConnectionPool.open
+    if "pools" not in INSTALLED:
+        INSTALLED.add("pools")
+        open_ = RecentFirstPool.open
 
         async def tracked_open(self: Any, *args: Any, **kwargs: Any) -> Any:
             if self not in POOLS:
                 POOLS.append(self)
             return await open_(self, *args, **kwargs)
 
-        AsyncConnectionPool.open = tracked_open  # type: ignore[method-assign]
-        AsyncConnectionPool._bench_pools = True  # type: ignore[attr-defined]
+        RecentFirstPool.open = tracked_open  # type: ignore[method-assign]
         threading.Thread(target=_sample_pools, name="bench-pool-sampler", daemon=True).start()
-    if not trace_sql or getattr(AsyncCursor, "_bench_sql", False):
+    if not trace_sql or "sql" in INSTALLED:
         return
-    AsyncCursor._bench_sql = True  # type: ignore[attr-defined]
-    execute, executemany, getconn = (
-        AsyncCursor.execute,
-        AsyncCursor.executemany,
-        AsyncConnectionPool.getconn,
-    )
-
-    async def traced_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        COUNTS[label(query)] += 1
-        return await execute(self, query, *args, **kwargs)
-
-    async def traced_executemany(self: Any, query: Any, params_seq: Any, **kwargs: Any) -> Any:
-        params_seq = list(params_seq)
-        COUNTS[f"[executemany x{len(params_seq)}] " + label(query)] += 1
-        return await executemany(self, query, params_seq, **kwargs)
+    INSTALLED.add("sql")
+    getconn = RecentFirstPool.getconn
 
     async def traced_getconn(self: Any, *args: Any, **kwargs: Any) -> Any:
         CHECKOUTS["pool checkouts"] += 1
-        return await getconn(self, *args, **kwargs)
+        conn = await getconn(self, *args, **kwargs)
+        conn.cursor_factory = TracedCursor
+        return conn
 
-    AsyncCursor.execute = traced_execute  # type: ignore[method-assign]
-    AsyncCursor.executemany = traced_executemany  # type: ignore[method-assign]
-    AsyncConnectionPool.getconn = traced_getconn  # type: ignore[method-assign]
+    RecentFirstPool.getconn = traced_getconn  # type: ignore[method-assign]
 
 
 def pool_stats() -> dict[str, int]:

@@ -10,16 +10,19 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import IO, Any, TextIO, cast
 
 import anyio
+import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, TextContent, TextResourceContents, Tool
 
 from agent.tools.mcp_config import McpServerConfig, with_workspace
 
 MAX_PAGES = 100
 """Most pages of a tool list read."""
+HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+"""The MCP SDK's own defaults for its HTTP client: 30 s to connect, write and wait for the pool;
+300 s between two reads (a server may hold a response stream open)."""
 
 
 def leaf_error(err: BaseException) -> BaseException:
@@ -58,8 +61,9 @@ async def connect(
             )
             transport: Any = stdio_client(params, errlog=cast(TextIO, errlog))
         else:
+            # The SDK takes a client of ours to send the operator's headers.
             http = await stack.enter_async_context(
-                create_mcp_http_client(headers=dict(config.headers))
+                httpx2.AsyncClient(headers=dict(config.headers), timeout=HTTP_TIMEOUT)
             )
             transport = streamable_http_client(str(config.url), http_client=http)
         client = Client(transport, read_timeout_seconds=config.timeout, cache=None)

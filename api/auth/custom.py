@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,33 @@ class _Headers(dict[bytes, bytes]):
         return super().__contains__(key)
 
 
+@dataclass(frozen=True)
+class Handlers:
+    """What ``@auth.authenticate`` and the ``@auth.on`` decorators registered on an ``Auth``."""
+
+    authenticate: Any | None
+    on: Mapping[tuple[str, str], Any]
+    """(resource, action) → its handler; ``*`` stands for any resource or any action."""
+    on_all: Any | None
+    """The global ``@auth.on`` handler."""
+
+
+def registered(auth: Auth) -> Handlers:
+    """The handlers registered on ``auth``.
+
+    ``langgraph_sdk`` (0.4.14, the newest release) offers registration only: ``authenticate``
+    and the ``on`` decorators store a handler and hand it back unchanged, and nothing public
+    reads one back (``on`` is the one public field of ``Auth``; the objects under it hold the
+    ``Auth``, a resource, an action and a value type). A server has to read what was
+    registered, as LangGraph Server does: this function is the one place that reads the private
+    fields ``Auth`` keeps them in (the last handler registered for a key wins, as there)."""
+    return Handlers(
+        authenticate=auth._authenticate_handler,
+        on={key: found[-1] for key, found in auth._handlers.items() if found},
+        on_all=auth._global_handlers[-1] if auth._global_handlers else None,
+    )
+
+
 class HandlerError(ApiError):
     """An authorization handler's own HTTPException, with its status."""
 
@@ -70,14 +98,14 @@ def load_auth(config_file: Path) -> Auth | None:
     obj = load_attr(str(spec), config_file.absolute().parent)
     if not isinstance(obj, Auth):
         raise GraphConfigError(f"auth {spec!r} in {config_file} is not a langgraph_sdk.Auth")
-    if obj._authenticate_handler is None:
+    if registered(obj).authenticate is None:
         raise GraphConfigError(f"auth {spec!r} has no @auth.authenticate handler")
     return obj
 
 
 async def authenticate(auth: Auth, request: Request, authorization: str | None) -> User:
     """Run ``@auth.authenticate`` for one request (``authorization`` as the caller sent it)."""
-    handler = auth._authenticate_handler
+    handler = registered(auth).authenticate
     assert handler is not None
     available: dict[str, Any] = {
         "request": request,
@@ -112,11 +140,12 @@ async def authenticate(auth: Auth, request: Request, authorization: str | None) 
 
 def find_handler(auth: Auth, resource: str, action: str) -> Any | None:
     """The most specific handler for (resource, action), or None."""
+    handlers = registered(auth)
     for key in ((resource, action), (resource, "*"), ("*", action), ("*", "*")):
-        found = auth._handlers.get(key)
-        if found:
-            return found[-1]
-    return auth._global_handlers[-1] if auth._global_handlers else None
+        found = handlers.on.get(key)
+        if found is not None:
+            return found
+    return handlers.on_all
 
 
 async def authorize(

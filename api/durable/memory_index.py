@@ -42,16 +42,15 @@ async def open_store(
     pool: Pool, config: StoreConfig | None = None
 ) -> AsyncIterator[AsyncPostgresStore]:
     """The store on ``pool``; its tables are set up by ``prepare_schema`` (under the lock),
-    after which :func:`start_store` starts its TTL sweeper. Closing stops both."""
+    after which :func:`start_store` starts its TTL sweeper. Closing stops the sweeper; the
+    store's batching loop (LangGraph's ``AsyncBatchedBaseStore``) stops with the store itself,
+    once it is dropped, or with the event loop."""
     config = config or StoreConfig()
     store = await _make_store(pool, config)
     try:
         yield store
     finally:
         await store.stop_ttl_sweeper(timeout=SWEEPER_STOP_SECONDS)
-        task = getattr(store, "_task", None)  # the batching loop of AsyncBatchedBaseStore
-        if task is not None:
-            task.cancel()
 
 
 async def start_store(store: AsyncPostgresStore, pool: Pool) -> None:

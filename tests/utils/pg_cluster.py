@@ -240,7 +240,7 @@ class PgServer:
         try:
             self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self._kill_all()
+            self.kill_all()
             raise PgClusterError(
                 f"{self.name} did not stop ({mode}) in {timeout} s: killed\n{self.log_tail()}"
             ) from None
@@ -383,7 +383,7 @@ class PgServer:
             self._proc = None
             self._frozen = False
 
-    def _kill_all(self) -> None:
+    def kill_all(self) -> None:
         """SIGKILL the postmaster and its children; wait until they are gone."""
         if self._proc is None or self._proc.poll() is not None:
             return
@@ -497,7 +497,7 @@ class PgCluster:
                 try:
                     server.stop("immediate", timeout=15)
                 except (PgClusterError, OSError):
-                    server._kill_all()
+                    server.kill_all()
         finally:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
