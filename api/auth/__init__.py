@@ -1,2 +1,5 @@
-"""Who is asking: authentication (custom ``langgraph_sdk.Auth`` or built-in API keys), the
-authorization handlers' filters, and thread ownership. See ``api.auth.access``."""
+"""Who the caller is and what they may see: API keys, the project's custom ``Auth`` handlers
+(LangGraph's ``langgraph_sdk.Auth``), the request's user, and the access rules that scope
+threads, runs and assistants to their owners.
+
+Imports only the layers below it."""
