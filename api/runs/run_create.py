@@ -8,6 +8,7 @@ thread the run creates is inserted unread, with the run and the ``COMMIT``: two 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -39,6 +40,22 @@ class _CancelFirst(Exception):
     """Active runs no cancel was requested for: cancel them, then queue again."""
 
 
+@dataclass
+class _Request:
+    """One request to create a run, across its tries."""
+
+    thread_id: str
+    body: RunCreate
+    threadless: bool
+    target: RunAssistant
+    """What ``body.assistant_id`` names; loaded (its config read) once a try read it."""
+    read_first: bool
+    """Check the run on a read of its own before the transaction (a resume, a fork, a run
+    that cancels others, or a check that found it needs more than the thread)."""
+    stopped: list[str] = field(default_factory=list)
+    """Runs this request cancelled (``multitask_strategy`` interrupt or rollback)."""
+
+
 async def create_run(
     svc: Core,
     thread_id: str,
@@ -46,9 +63,6 @@ async def create_run(
     *,
     threadless: bool = False,
     assistant: RunAssistant | None = None,
-    _stopped: list[str] | None = None,
-    _tries: int = 0,
-    _read_first: bool = False,
 ) -> dict[str, Any]:
     """Validate, then queue the run in one transaction with the check for active runs.
 
@@ -60,18 +74,43 @@ async def create_run(
     answer to the same interrupt, concurrent or later, gets 409 and queues nothing. The run
     and its decisions are the caller's: the audit log names them, the graph sees them as
     ``langgraph_auth_user``.
+
+    A try that finds it must read first starts again that way, having written nothing; one that
+    finds runs queued while it cancelled (a racing interrupt or rollback) cancels them too,
+    outside the thread's lock (a worker finishing a run locks the run, then the thread), and
+    tries again, ``MAX_TRIES`` times at most.
     """
     target = assistant or await assistant_access.for_run(svc, body.assistant_id)
+    request = _Request(thread_id, body, threadless, target, read_first=reads_first(body))
+    tries = 0
+    while True:
+        try:
+            return await _try(svc, request)
+        except ReadFirst:
+            request.read_first = True
+        except _CancelFirst:
+            if tries >= MAX_TRIES:
+                raise Conflict(
+                    f"Runs kept being queued on thread {thread_id!r} while this one cancelled "
+                    "them; send it again."
+                ) from None
+            tries += 1
+
+
+async def _try(svc: Core, request: _Request) -> dict[str, Any]:
+    """One try: check, then the transaction. Raises :class:`ReadFirst` or
+    :class:`_CancelFirst` (nothing written) to be tried again."""
+    thread_id, body, threadless = request.thread_id, request.body, request.threadless
+    target = request.target
     user, actor = caller(), svc.actor()
-    read_first = _read_first or reads_first(body)
     checked: Checked | None = None
-    if read_first:
-        target = await assistant_access.load(svc, target)
+    if request.read_first:
+        target = request.target = await assistant_access.load(svc, target)
         found = await visible_for_run(svc, thread_id, body)
         checked = await check_request(
             svc, thread_id, body, found, assistant=target, threadless=threadless
         )
-    stopped = list(_stopped or [])
+    stopped = request.stopped
     if checked and checked.thread and body.multitask_strategy in ("interrupt", "rollback"):
         async with svc.pool.connection() as conn:
             for run_id in await runs.active_ids(conn, thread_id, uncancelled=True):
@@ -93,6 +132,7 @@ async def create_run(
                     found, active = await runs.lock_and_read_thread(conn, thread_id)
                     if default is not None:
                         target = assistant_access.loaded(target, await default.fetchone())
+                        request.target = target
                     if found is not None:
                         await check_visible(svc, thread_id, body, found)
                     checked = await check_request(
@@ -187,36 +227,7 @@ async def create_run(
             svc.workers.unreserve()
         if threads.is_taken(err):
             raise Conflict(f"Thread {thread_id!r} was created meanwhile; try again.") from None
-        if isinstance(err, ReadFirst):
-            # Nothing was written: check the run on a read of its own, before the transaction.
-            return await create_run(
-                svc,
-                thread_id,
-                body,
-                threadless=threadless,
-                assistant=target,
-                _tries=_tries,
-                _read_first=True,
-            )
-        if not isinstance(err, _CancelFirst):
-            raise
-        # A run was queued meanwhile (a racing interrupt or rollback): cancel it too, outside
-        # the thread's lock (a worker finishing a run locks the run, then the thread).
-        if _tries >= MAX_TRIES:
-            raise Conflict(
-                f"Runs kept being queued on thread {thread_id!r} while this one cancelled "
-                "them; send it again."
-            ) from None
-        return await create_run(
-            svc,
-            thread_id,
-            body,
-            threadless=threadless,
-            assistant=target,
-            _stopped=stopped,
-            _tries=_tries + 1,
-            _read_first=read_first,
-        )
+        raise
     if reserved is not None and svc.workers is not None:
         assert inserted.claimed is not None  # committed as claimed: ``start=reserved``
         svc.workers.start_reserved(inserted.claimed)

@@ -20,6 +20,7 @@ from api.http.sse import run_events
 from api.lifecycle import open_service
 from api.platform.errors import Conflict, NotFound
 from api.platform.settings import Settings
+from api.runs.run_create import MAX_TRIES
 from api.store import runs, threads
 from tests.utils.tasks import counter, notes
 
@@ -157,3 +158,33 @@ async def test_a_thread_that_appears_while_the_run_is_queued_is_a_conflict_not_a
         async with runtime.pool.connection() as conn:
             assert await runs.list_for_thread(conn, tid, limit=10, offset=0, status=None) == []
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_run_that_cancels_what_is_active_tries_again_while_runs_keep_coming(
+    settings: Settings, runtime: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``multitask_strategy: interrupt`` cancels the thread's active runs before its
+    transaction; a run queued meanwhile is found in it, and the request cancels that one too and
+    tries again, ``MAX_TRIES`` times at most, then says so (409) having queued nothing."""
+    phantom = str(uuid.uuid4())  # a run that is always "just queued" by someone else
+    asked: list[bool] = []
+    real_active_ids = runs.active_ids
+
+    async def active_ids(conn: Any, thread_id: str, *, uncancelled: bool = False) -> list[str]:
+        asked.append(uncancelled)
+        found = await real_active_ids(conn, thread_id, uncancelled=uncancelled)
+        return [*found, phantom] if uncancelled else found
+
+    monkeypatch.setattr(runs, "active_ids", active_ids)
+    async with open_service(settings, runtime=runtime, workers=False) as svc:
+        tid = str(uuid.uuid4())
+        async with runtime.pool.connection() as conn:
+            await threads.create(conn, tid, {}, None)
+        body = RunCreate(assistant_id="agent", input=counter(2), multitask_strategy="interrupt")
+        with pytest.raises(Conflict, match="kept being queued"):
+            await svc.create_run(tid, body)
+        # Each try: the cancels before the transaction, then the check in it.
+        assert asked == [True, True] * (MAX_TRIES + 1)
+        async with runtime.pool.connection() as conn:
+            assert await real_active_ids(conn, tid) == []
+            assert await runs.list_for_thread(conn, tid, limit=10, offset=0, status=None) == []
