@@ -5,9 +5,10 @@ something other than api.openai.com: vLLM (``http://host:8000/v1``), Ollama
 (``http://localhost:11434/v1``), llama.cpp's server, LiteLLM, or anything else that speaks the
 Chat Completions API. Leave it ``None`` to use OpenAI itself.
 
-Two habits of OpenAI-compatible servers are smoothed over (both seen with llama.cpp's server,
-``llama-cpp-python`` 0.3): an assistant message that only calls tools is sent with ``content: ""``
-rather than ``null`` (its request schema refuses ``null``, with a 500), and a streamed tool call
+Habits of OpenAI-compatible servers are smoothed over (all seen with llama.cpp's server,
+``llama-cpp-python`` 0.3). Its HTTP clients (:mod:`agent.models.compatible_http`) send an
+assistant message that only calls tools with ``content: ""`` rather than ``null`` (its request
+schema refuses ``null``, with a 500) and the answer cap as ``max_tokens``. A streamed tool call
 whose every chunk repeats the call's name and id is read as one name and id, not their
 concatenation (``read_fileread_file...``). A server that streams no usage (the same one) gets
 its tokens estimated as characters / 4, marked ``usage_estimated`` in the message's
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,6 +37,8 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
+from agent.models.compatible_http import compatible_clients
+
 TEMPERATURE = 0.0
 """The agent's sampling temperature on every OpenAI-compatible model (deterministic)."""
 OPENAI_ENDPOINT = "https://api.openai.com/v1"
@@ -44,20 +48,6 @@ DETAIL_CHARS = 300
 
 class EndpointChatOpenAI(ChatOpenAI):
     """`ChatOpenAI` whose failures say which endpoint failed and how (see :func:`explain`)."""
-
-    def _get_request_payload(
-        self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
-    ) -> dict[str, Any]:
-        payload: dict[str, Any] = super()._get_request_payload(input_, stop=stop, **kwargs)
-        if self.openai_api_base and urlsplit(self.openai_api_base).hostname != "api.openai.com":
-            for message in payload.get("messages", []):
-                if message.get("role") == "assistant" and message.get("content") is None:
-                    message["content"] = ""
-            # The classic field: what every compatible server reads (llama.cpp's ignores the
-            # newer max_completion_tokens that langchain sends instead).
-            if "max_completion_tokens" in payload:
-                payload["max_tokens"] = payload.pop("max_completion_tokens")
-        return payload
 
     def explain(self, err: openai.APIError) -> None:
         """Reword ``err``'s message to name the endpoint and the model; its type stays, so
@@ -220,7 +210,17 @@ def openai_chat_model(
     runs too; langchain only turns this on by itself for api.openai.com.
     `use_responses_api=False` keeps every model on ``/chat/completions``, the one
     endpoint OpenAI-compatible servers reliably implement.
+
+    A server other than api.openai.com gets the HTTP clients of
+    :mod:`agent.models.compatible_http`, which adapt each request body to it. Its URL is
+    `base_url` or, without one, ``OPENAI_API_BASE``, as langchain resolves it; OpenAI itself
+    keeps langchain's own clients.
     """
+    endpoint = base_url or os.environ.get("OPENAI_API_BASE") or ""
+    compatible = endpoint != "" and urlsplit(endpoint).hostname != "api.openai.com"
+    http_client, http_async_client = (
+        compatible_clients(endpoint, timeout) if compatible else (None, None)
+    )
     return EndpointChatOpenAI(
         api_key=SecretStr(api_key),
         base_url=base_url,
@@ -231,4 +231,6 @@ def openai_chat_model(
         max_tokens=max_tokens,
         stream_usage=True,
         use_responses_api=False,
+        http_client=http_client,
+        http_async_client=http_async_client,
     )
