@@ -86,7 +86,6 @@ def check_filter(flt: dict[str, Any]) -> dict[str, Any]:
     return flt
 
 
-Label = Annotated[str, Field(max_length=MAX_LABEL), AfterValidator(check_label)]
 Namespace = Annotated[list[str], Field(max_length=MAX_LABELS), AfterValidator(check_namespace)]
 ItemNamespace = Annotated[Namespace, AfterValidator(check_item_namespace)]
 Key = Annotated[str, Field(min_length=1, max_length=MAX_KEY), AfterValidator(check_key)]

@@ -209,18 +209,6 @@ async def copy(
     return thread_out(row) if row else None
 
 
-async def labelled_assistant(conn: AsyncConnection[Any], thread_id: str) -> str | None:
-    """The ``assistant_id`` the thread's metadata names (``api.store.runs.insert`` labels it;
-    a copy keeps it), else its ``graph_id`` (the SDK's ``threads.create(graph_id=...)``)."""
-    cur = await conn.execute(
-        "SELECT COALESCE(metadata->>'assistant_id', metadata->>'graph_id') AS a FROM threads "
-        "WHERE thread_id = %s",
-        (thread_id,),
-    )
-    row = await cur.fetchone()
-    return row["a"] if row else None
-
-
 async def refresh_status(
     conn: AsyncConnection[Any],
     thread_id: str,
