@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from api.auth.context import caller, set_caller
+from api.auth.context import caller, door, set_caller, set_door
 from api.contract.runs import RunCreate
 from api.platform.errors import ApiError
 from api.platform.serde import to_jsonable
@@ -98,14 +98,17 @@ def request_scope(ctx: Context) -> Scope:
 
 @contextmanager
 def acting_as(ctx: Context) -> Iterator[tuple[Service, Scope]]:
-    """The service and request scope of a handler, with the request's caller set meanwhile."""
+    """The service and request scope of a handler, with the request's caller (and the door,
+    ``mcp``, for the audit log) set meanwhile."""
     scope = request_scope(ctx)
-    previous = caller()
+    previous, previous_door = caller(), door()
     set_caller(scope[CALLER_KEY])
+    set_door("mcp")
     try:
         yield scope["app"].state.service, scope
     finally:
         set_caller(previous)
+        set_door(previous_door)
 
 
 def result(structured: dict[str, Any], *, error: bool = False, text: str | None = None) -> Any:

@@ -11,22 +11,20 @@ from typing import Any
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Message, Receive, Scope, Send
 
-from api.durable.hub import Hub, Subscription
+from api.durable.event_follow import follow
+from api.durable.hub import Hub
 from api.durable.stream_modes import base_mode, event_names
 from api.http.messages_mode import MessagesTranslator, derives
 from api.http.stream_limits import Slot, abort
 from api.platform.database import Pool
-from api.platform.db_health import is_database_fault
 from api.platform.errors import Invalid
 from api.platform.metrics import SSE_CLIENTS
-from api.store import events, runs
+from api.store import events
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 5.0
 CONTROL_EVENTS = {"metadata", "error", "end"}
-OUTAGE_READ_DELAY = 0.2
-"""Before a stream reads again after a database fault."""
 RETRY_MS = 1000
 """Sent with the first event: browsers reconnect after 1 s instead of their default 3 s."""
 
@@ -50,90 +48,29 @@ async def run_events(
     after: int,
     modes: Iterable[str],
 ) -> AsyncIterator[bytes]:
-    """Every stored event after ``after`` in order, then live ones, until ``end``: SSE frames,
-    those of one read or one stored batch together."""
+    """Every stored event after ``after`` in order, then live ones, until ``end``
+    (:func:`~api.durable.event_follow.follow`): SSE frames, those of one read or one stored batch
+    together."""
     modes = list(modes)
     names = wanted(modes)
     translator = MessagesTranslator(modes) if derives(modes) else None
-    last = after
+    if translator is not None and after > 0:
+        await _replay_before(pool, run_id, after, translator)
     first = True
-    # Before the first read: nothing published meanwhile is lost.
-    waiter = hub.subscribe(run_id, last=after)
-    # The table is read first, then whenever the buffer cannot serve; not first when this
-    # process executes the run and stored nothing after ``after`` yet (a run this request just
-    # started): everything after it comes to ``waiter`` (a gap in it still sends us to the table).
-    read = not hub.stored_nothing_after(run_id, after)
-    resumed_past_end = after > 0 and read  # checked on the first read only
-    try:
-        while True:
-            waiter.clear()
-            rows = [] if read else _take_contiguous(waiter, last)
-            if not rows and (read or waiter.stale or waiter.buffer):
-                waiter.stale = False
-                try:
-                    async with pool.connection() as conn:
-                        rows = await events.read(conn, run_id, last)
-                        if not rows and resumed_past_end:
-                            # Resumed at or past the end (a client that saw ``end`` and
-                            # reconnected): send the end again rather than heartbeats forever.
-                            rows = await events.end_at_or_before(conn, run_id, last)
-                except Exception as err:
-                    await _outlast(pool, err)
-                    continue  # read again: ``read`` is still set
-                resumed_past_end = False
-                read = False
-            if translator is not None and after > 0:
-                await _replay_before(pool, run_id, after, translator)
-                after = 0
-            # What one read (or one stored batch) holds goes out in one write to the client.
-            frames: list[bytes] = []
-            ended = False
-            for row in rows:
-                last = waiter.last = row["seq"]
-                mode = base_mode(row["event"])
-                if translator is not None and mode == "messages":
-                    for event, data in translator.feed(row["data"]):
-                        frames.append(_frame(data, event, row["seq"], first))
-                        first = False
-                elif mode in names:
-                    frames.append(_frame(row["data"], row["event"], row["seq"], first))
+    async for rows in follow(pool, hub, run_id, after=after):
+        # What one read (or one stored batch) holds goes out in one write to the client.
+        frames: list[bytes] = []
+        for row in rows:
+            mode = base_mode(row["event"])
+            if translator is not None and mode == "messages":
+                for event, data in translator.feed(row["data"]):
+                    frames.append(_frame(data, event, row["seq"], first))
                     first = False
-                if row["event"] == "end":
-                    ended = True
-                    break
-            if frames:
-                yield b"".join(frames)
-            if ended:
-                return
-            if not rows:
-                timed_out = False
-                try:
-                    # No task per wait, as wait_for. The hub polls for a run executing
-                    # elsewhere (``Hub.poll``): a lost notification costs latency, never an event.
-                    async with asyncio.timeout(hub.wait_seconds()):
-                        await waiter.wait()
-                except TimeoutError:
-                    read = timed_out = True
-                if timed_out or waiter.gone:  # is the run still there?
-                    waiter.gone = False
-                    try:
-                        async with pool.connection() as conn:
-                            if await runs.by_id(conn, run_id) is None:
-                                return  # removed (a rollback): nothing more will come
-                    except Exception as err:
-                        await _outlast(pool, err)
-    finally:
-        hub.unsubscribe(run_id, waiter)
-
-
-async def _outlast(pool: Pool, err: Exception) -> None:
-    """A read failed: if the database went away, wait until it answers (the stream stays open,
-    with its heartbeats) and let the caller read again; any other error is raised."""
-    if not is_database_fault(err):
-        raise err
-    pool.health.fault(err)
-    await asyncio.sleep(OUTAGE_READ_DELAY)  # a lost connection with the server up: not at once
-    await pool.health.wait_up()
+            elif mode in names:
+                frames.append(_frame(row["data"], row["event"], row["seq"], first))
+                first = False
+        if frames:
+            yield b"".join(frames)
 
 
 async def _replay_before(
@@ -152,18 +89,6 @@ async def _replay_before(
             seen = row["seq"]
         if not rows:
             return
-
-
-def _take_contiguous(waiter: Subscription, last: int) -> list[dict[str, Any]]:
-    """Published events that continue right after ``last``; older ones are dropped."""
-    buffer = waiter.buffer
-    while buffer and buffer[0][0] <= last:
-        buffer.popleft()
-    rows: list[dict[str, Any]] = []
-    while buffer and buffer[0][0] == last + len(rows) + 1:
-        seq, event, data = buffer.popleft()
-        rows.append({"seq": seq, "event": event, "data": data})
-    return rows
 
 
 def parse_last_event_id(value: str | None) -> int:

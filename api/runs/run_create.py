@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from api.auth.context import caller
+from api.auth.context import caller, door
 from api.contract.runs import RunCreate
 from api.durable.run_events import end_event
 from api.platform.database import pipelined_transaction
@@ -210,10 +210,11 @@ async def _try(svc: Core, request: _Request) -> dict[str, Any]:
                         closing,
                         inserted.run_id,
                         actor,
+                        door(),
                     )
                 for interrupt_id, answer in checked.answers.items():
                     if not await audit.record_decision(
-                        conn, thread_id, interrupt_id, answer, inserted.run_id, actor
+                        conn, thread_id, interrupt_id, answer, inserted.run_id, actor, door()
                     ):
                         raise Conflict(
                             f"Interrupt {interrupt_id} was already answered; a decision is applied "

@@ -45,8 +45,10 @@ async def record_decision(
     decision: Any,
     run_id: str,
     actor: str,
+    via: str = "http",
 ) -> bool:
-    """Record the answer to an interrupt; False when it was already answered."""
+    """Record the answer to an interrupt; False when it was already answered. ``via``: the
+    protocol the answer came through (``http``, ``a2a``, ``ag-ui``, ``mcp``)."""
     cur = await conn.execute(
         "INSERT INTO approvals (thread_id, interrupt_id, decision, run_id, actor)"
         " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1",
@@ -60,7 +62,7 @@ async def record_decision(
         (
             thread_id,
             uuid.UUID(run_id),
-            Jsonb({"interrupt_id": interrupt_id, "answer": decision}),
+            Jsonb({"interrupt_id": interrupt_id, "answer": decision, "via": via}),
             actor,
         ),
     )

@@ -118,7 +118,7 @@ async def test_kill_right_after_the_approval_is_accepted(
         rows = await audit_rows(server.url, tid)
         assert writes_per_call(rows) == {a_call: 1}, rows
         decided = [r["detail"] for r in rows if r["kind"] == "decision"]
-        assert decided == [{"interrupt_id": interrupt["id"], "answer": answer}]
+        assert decided == [{"interrupt_id": interrupt["id"], "answer": answer, "via": "http"}]
 
         # After the restart the same answer is refused: the interrupt was answered once.
         both = {"decisions": [{"type": "approve"}, {"type": "approve"}]}

@@ -184,7 +184,7 @@ async def test_greet_stops_for_approval_then_approve_writes_once(
     assert writes[0]["detail"]["args"] == action["args"]
     decisions = decision_rows(rows)
     assert len(decisions) == 1, rows
-    assert decisions[0]["detail"] == {"interrupt_id": interrupt["id"], "answer": APPROVE}
+    assert decisions[0]["detail"] == {"interrupt_id": interrupt["id"], "answer": APPROVE, "via": "http"}
     # The decision is logged before the tool it allowed.
     assert decisions[0]["id"] < writes[0]["id"]
 
@@ -329,7 +329,7 @@ async def test_notes_asks_once_and_each_decision_applies_to_its_own_call(
     assert write["tool_call_id"] == a_call
     assert write["detail"]["args"] == {"path": "a.txt", "content": "alpha\n"}
     [decision] = decision_rows(rows)
-    assert decision["detail"] == {"interrupt_id": iid, "answer": answer}
+    assert decision["detail"] == {"interrupt_id": iid, "answer": answer, "via": "http"}
     assert decision["id"] < write["id"]
     results = {m["tool_call_id"]: m for m in values["messages"] if m["type"] == "tool"}
     assert set(results) == {a_call, b_call}
