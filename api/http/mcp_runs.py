@@ -4,7 +4,8 @@
 - Every MCP request passes the app's middleware first (CORS, the Guard's Host/Origin checks and
   authentication, the body limit): the SDK's own DNS-rebinding check is off, the Guard does it.
   The Guard's caller is put into the request's scope (:data:`CALLER_KEY`), since the SDK may run a
-  handler in another task than the request's; :func:`acting_as` makes it the caller again there.
+  handler in another task than the request's; ``acting_as`` (``api.http.mcp_context``, with the
+  result helpers, re-exported here) makes it the caller again there.
 - The session managers are stateless (no ``Mcp-Session-Id``: any replica serves any request) and
   run by the app's lifespan (:func:`serve`). Clients of the 2026-07-28 revision and of the older,
   ``initialize``-handshake ones (2024-11-05 to 2025-11-25) are both served.
@@ -12,19 +13,26 @@
   :class:`~api.runs.service.Service` (so tenancy, the run checks and the approval policy apply as on
   ``POST /threads/{id}/runs``) on a new thread or the ``thread_id`` named, waits for it to end and
   returns ``{thread_id, run_id, status, values, interrupts}``. The run is an ordinary durable
-  run: an interrupted one is answered through the approvals API (or a call with ``command``),
-  followed with ``GET /threads/{id}/runs/{run_id}``, and survives a restart of the server.
+  run: an interrupted one is answered through the approvals API (or a call with ``command``:
+  ``{"resume": {interrupt_id: answer}}`` answers any pending interrupt of the caller's thread,
+  whichever door raised it, once, audited with ``detail.via`` ``mcp``), followed with
+  ``GET /threads/{id}/runs/{run_id}``, and survives a restart of the server.
+- Tasks and ``InputRequiredResult`` (``api.http.mcp_tasks``): a call whose request declares the
+  ``io.modelcontextprotocol/tasks`` extension is answered at once with a task of its run (polled
+  with ``tasks/get``, its interrupts answered with ``tasks/update``, ``tasks/cancel``); one that
+  declares elicitation instead waits as before, and when the run stopped at interrupts gets an
+  ``InputRequiredResult`` asking for their answers — its retry resumes the run with them and
+  waits for that run in turn.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import mcp_types as types
-import orjson
 from fastapi import FastAPI
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -33,18 +41,17 @@ from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from api.auth.context import caller, door, set_caller, set_door
+from api.auth.context import caller
 from api.contract.runs import RunCreate
+from api.http import mcp_tasks
+from api.http.mcp_context import CALLER_KEY, Context, acting_as, error, request_scope, result
+from api.http.mcp_task_state import TaskRef, call_of, load, run_outcome
 from api.platform.errors import ApiError
-from api.platform.serde import to_jsonable
 from api.runs.service import Service
 
-CALLER_KEY = "threadline.caller"
-"""Where :class:`McpEndpoint` leaves the Guard's caller in the request's ASGI scope."""
+__all__ = ["CALLER_KEY", "Context", "McpEndpoint", "acting_as", "error", "request_scope", "result"]
 
 Precheck = Callable[[Service, Scope], Awaitable[None]]
-Context = Any
-"""The SDK's ``ServerRequestContext`` (its ``request`` is the HTTP request)."""
 
 
 class McpEndpoint:
@@ -86,43 +93,6 @@ async def serve(app: FastAPI, servers: Mapping[str, Server[Any]]) -> AsyncIterat
             await stack.enter_async_context(manager.run())
         app.state.mcp_managers = managers
         yield
-
-
-def request_scope(ctx: Context) -> Scope:
-    request = ctx.request
-    if request is None:
-        raise RuntimeError("threadline's MCP endpoints are served over HTTP only")
-    scope: Scope = request.scope
-    return scope
-
-
-@contextmanager
-def acting_as(ctx: Context) -> Iterator[tuple[Service, Scope]]:
-    """The service and request scope of a handler, with the request's caller (and the door,
-    ``mcp``, for the audit log) set meanwhile."""
-    scope = request_scope(ctx)
-    previous, previous_door = caller(), door()
-    set_caller(scope[CALLER_KEY])
-    set_door("mcp")
-    try:
-        yield scope["app"].state.service, scope
-    finally:
-        set_caller(previous)
-        set_door(previous_door)
-
-
-def result(structured: dict[str, Any], *, error: bool = False, text: str | None = None) -> Any:
-    """A tool result: text (JSON of ``structured`` unless given) plus ``structuredContent``."""
-    if text is None:
-        text = orjson.dumps(structured, default=str).decode()
-    return types.CallToolResult(
-        content=[types.TextContent(text=text)], structured_content=structured, is_error=error
-    )
-
-
-def error(message: str) -> Any:
-    """An ``isError`` result that says what to do (never a protocol error)."""
-    return result({"ok": False, "error": message}, error=True, text=message)
 
 
 # -- /mcp: assistants as tools ----------------------------------------------------------------
@@ -170,6 +140,17 @@ async def list_assistants(ctx: Context, params: Any) -> types.ListToolsResult:
     )
 
 
+async def finished(svc: Service, ctx: Context, thread_id: str, run: dict[str, Any]) -> Any:
+    """Wait for an assistant's run to end: its outcome, or (the client can elicit, the run
+    stopped at interrupts) an ``InputRequiredResult`` asking for their answers."""
+    await svc.wait_for_end(str(run["run_id"]))
+    if mcp_tasks.can_elicit(ctx):
+        task = await load(svc, TaskRef(thread_id, str(run["run_id"])))
+        if task.status == "input_required":
+            return mcp_tasks.input_required(task)
+    return await run_outcome(svc, thread_id, await svc.refreshed_run(thread_id, str(run["run_id"])))
+
+
 async def call_assistant(ctx: Context, params: types.CallToolRequestParams) -> Any:
     args = dict(params.arguments or {})
     with acting_as(ctx) as (svc, _):
@@ -177,6 +158,19 @@ async def call_assistant(ctx: Context, params: types.CallToolRequestParams) -> A
             return error(
                 f"No assistant {params.name!r}. Known: {', '.join(sorted(svc.runtime.graphs))}."
             )
+        if params.input_responses is not None or params.request_state is not None:
+            answered = await mcp_tasks.answer_retry(
+                svc,
+                ctx,
+                params,
+                lambda run: call_of(run) is None and run["graph_id"] == params.name,
+            )
+            if not isinstance(answered, tuple):
+                return answered
+            try:
+                return await finished(svc, ctx, answered[0].thread_id, answered[1])
+            except ApiError as err:
+                return error(err.message)
         thread_id = args.pop("thread_id", None)
         if thread_id is not None and not isinstance(thread_id, str):
             return error("thread_id is a string: the id of one of your threads.")
@@ -193,30 +187,21 @@ async def call_assistant(ctx: Context, params: types.CallToolRequestParams) -> A
             )
             thread_id = thread_id or str(uuid.uuid4())
             run = await svc.create_run(thread_id, body)
-            await svc.wait_for_end(str(run["run_id"]))
-            run = await svc.refreshed_run(thread_id, str(run["run_id"]))
-            values = await svc.final_values(thread_id, run)
+            if mcp_tasks.wants_tasks(ctx):
+                return await mcp_tasks.created(svc, thread_id, run)
+            return await finished(svc, ctx, thread_id, run)
         except ValidationError as err:
             return error(f"Invalid arguments: {err.errors(include_url=False)}")
         except ApiError as err:
             return error(err.message)
-    interrupts = values.get("__interrupt__", []) if isinstance(values, dict) else []
-    out = {
-        "thread_id": thread_id,
-        "run_id": str(run["run_id"]),
-        "status": run["status"],
-        "error": run.get("error"),
-        "values": values,
-        "interrupts": interrupts,
-    }
-    return result(to_jsonable(out), error=run["status"] == "error")
 
 
 def assistants_server() -> Server[Any]:
     """The ``/mcp`` server: one tool per assistant."""
-    return Server(
+    server: Server[Any] = Server(
         "threadline",
         instructions="Each tool runs an assistant as a durable threadline run.",
         on_list_tools=list_assistants,
         on_call_tool=call_assistant,
     )
+    return mcp_tasks.serve_tasks(server)
