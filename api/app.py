@@ -22,6 +22,7 @@ from api.auth.access import access_from
 from api.builtin_agent import mcp_server
 from api.builtin_agent import routes as agent_routes
 from api.http import custom_app, error_responses, mcp_runs
+from api.http.a2a import routes as a2a_routes
 from api.http.auth_guard import PUBLIC, Guard
 from api.http.body_limit import BodyLimit
 from api.http.json_body import MAX_JSON_DEPTH
@@ -212,6 +213,7 @@ def create_app(settings: Settings) -> FastAPI:
             include_in_schema=False,
         ),
     ]
+    app.router.routes += a2a_routes.routes()  # A2A JSON-RPC and agent cards (api.http.a2a)
 
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:

@@ -12,9 +12,11 @@ from api.auth.access import Access
 from api.builtin_agent import BUILTIN_ASSISTANT
 from api.builtin_agent.wiring import open_agent
 from api.durable.hub import Hub
+from api.engine.a2a_push import A2aPushDelivery
 from api.engine.runtime import Runtime, open_runtime
 from api.engine.webhooks import WebhookDelivery
 from api.engine.worker import Workers
+from api.http.a2a.push import renderer as a2a_renderer
 from api.platform.settings import Settings
 from api.project.graphs import load_graphs
 from api.runs.assistant_service import ensure_defaults
@@ -79,4 +81,7 @@ async def open_service(
             delivery = WebhookDelivery(runtime.pool, settings)
             await delivery.start()
             stack.push_async_callback(delivery.stop)
+            push = A2aPushDelivery(runtime.pool, settings, a2a_renderer(service))
+            await push.start()
+            stack.push_async_callback(push.stop)
         yield service
