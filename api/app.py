@@ -23,6 +23,7 @@ from api.builtin_agent import mcp_server
 from api.builtin_agent import routes as agent_routes
 from api.http import custom_app, error_responses, mcp_runs
 from api.http.a2a import routes as a2a_routes
+from api.http.ag_ui import endpoint as ag_ui_routes
 from api.http.auth_guard import PUBLIC, Guard
 from api.http.body_limit import BodyLimit
 from api.http.json_body import MAX_JSON_DEPTH
@@ -203,6 +204,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(module.router)
     app.include_router(thread_state.router)  # count, state at a checkpoint, update, copy
     app.include_router(store_routes.router)  # long-term memory (api.runs.memory)
+    app.include_router(ag_ui_routes.router)  # AG-UI 1.0 (api.http.ag_ui)
 
     # MCP over Streamable HTTP (plain ASGI routes: outside the OpenAPI document).
     app.router.routes += [
