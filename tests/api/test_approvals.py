@@ -184,7 +184,11 @@ async def test_greet_stops_for_approval_then_approve_writes_once(
     assert writes[0]["detail"]["args"] == action["args"]
     decisions = decision_rows(rows)
     assert len(decisions) == 1, rows
-    assert decisions[0]["detail"] == {"interrupt_id": interrupt["id"], "answer": APPROVE, "via": "http"}
+    assert decisions[0]["detail"] == {
+        "interrupt_id": interrupt["id"],
+        "answer": APPROVE,
+        "via": "http",
+    }
     # The decision is logged before the tool it allowed.
     assert decisions[0]["id"] < writes[0]["id"]
 
