@@ -17,17 +17,16 @@ canceled or input-required.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
+from psycopg import AsyncConnection
 
 from api.contract.webhook_url import WebhookPolicy
+from api.engine.outbox_loop import OutboxLoop, backoff
 from api.engine.webhook_send import client, post
-from api.engine.webhooks import CONCURRENCY, LEASE_MARGIN_SECONDS, STOP_GRACE_SECONDS, backoff
 from api.platform.database import Pool
 from api.platform.db_health import log_failure
 from api.platform.settings import Settings
@@ -52,58 +51,22 @@ def headers(row: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-class A2aPushDelivery:
-    """This process's delivery loop, every ``poll_seconds`` (at once while there is more)."""
+class A2aPushDelivery(OutboxLoop):
+    """This process's A2A push delivery loop (:class:`~api.engine.outbox_loop.OutboxLoop`)."""
+
+    name = "a2a-push"
 
     def __init__(self, pool: Pool, settings: Settings, render: Render) -> None:
-        self.pool = pool
-        self.settings = settings
+        super().__init__(pool, settings)
         self.render = render
-        self.timeout = settings.webhook_timeout_seconds
         self.policy = WebhookPolicy.of(settings)
-        self._task: asyncio.Task[None] | None = None
-        self._sending: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="threadline-a2a-push")
+    async def claim(self, conn: AsyncConnection[Any], limit: int, lease: float) -> list[Any]:
+        """Enqueue what ended since the last pass, then claim what is due."""
+        await a2a_push.enqueue(conn)
+        return await a2a_push.claim(conn, limit, lease)
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self._sending:
-            await asyncio.wait(self._sending, timeout=STOP_GRACE_SECONDS)
-        for task in list(self._sending):
-            task.cancel()  # its row stays leased, and is sent again when the lease expires
-        await asyncio.gather(*self._sending, return_exceptions=True)
-
-    async def _loop(self) -> None:
-        while True:
-            more = False
-            try:
-                more = await self.deliver_due()
-            except Exception as err:  # the database went away a moment: try again next pass
-                log_failure(logger, self.pool.health, err, "A2A push pass failed")
-            if not more:
-                await asyncio.sleep(self.settings.poll_seconds)
-
-    async def deliver_due(self) -> bool:
-        """Enqueue what ended, then start delivering what is due; whether there may be more."""
-        free = CONCURRENCY - len(self._sending)
-        if free <= 0:
-            return False
-        async with self.pool.connection() as conn:
-            await a2a_push.enqueue(conn)
-            rows = await a2a_push.claim(conn, free, self.timeout + LEASE_MARGIN_SECONDS)
-        for row in rows:
-            task = asyncio.create_task(self._deliver(row), name=f"a2a-push-{row['id']}")
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
-        return len(rows) == free
-
-    async def _deliver(self, row: dict[str, Any]) -> None:
+    async def deliver(self, row: dict[str, Any]) -> None:
         task_id, most = row["task_id"], self.settings.webhook_max_attempts
         try:
             if row["attempts"] > most:  # its last attempt never finished (its process died)

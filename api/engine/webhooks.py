@@ -18,24 +18,25 @@ of runs that ended, on any replica.
   the database being away) leaves the row leased, and it is sent again once the lease expires.
   No server can avoid that; receivers that must not act twice dedupe on ``run_id``.
 
-As LangGraph Server, webhooks are sent for runs an attempt ended (``success``, ``error``,
-``interrupted`` by a cancel), not for a queued run cancelled before it started.
+The loop itself (claims, concurrency, backoff, stopping) is ``api.engine.outbox_loop``'s, shared
+with A2A push notifications. As LangGraph Server, webhooks are sent for runs an attempt ended
+(``success``, ``error``, ``interrupted`` by a cancel), not for a queued run cancelled before it
+started.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import random
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import orjson
+from psycopg import AsyncConnection
 
 from api.contract.webhook_url import WebhookPolicy
+from api.engine.outbox_loop import OutboxLoop, backoff
 from api.engine.webhook_payload import payload
 from api.engine.webhook_send import client, post
 from api.platform.database import Pool
@@ -45,78 +46,36 @@ from api.store import webhooks
 
 logger = logging.getLogger(__name__)
 
-CONCURRENCY = 16
-"""Deliveries one process has in flight at once."""
-LEASE_MARGIN_SECONDS = 30.0
-"""How much longer than a delivery may take its lease lasts (recording its outcome)."""
-MAX_BACKOFF_SECONDS = 300.0
 FAILED_DAYS = 7.0
-STOP_GRACE_SECONDS = 5.0
-"""On shutdown, how long deliveries in flight get to finish; the rest are sent again later."""
 
 
-def backoff(attempts: int) -> float:
-    """Seconds before the next delivery after ``attempts`` failed ones (with jitter)."""
-    return min(2.0 ** (attempts - 1), MAX_BACKOFF_SECONDS) * random.uniform(0.8, 1.2)
+class WebhookDelivery(OutboxLoop):
+    """This process's webhook delivery loop (:class:`~api.engine.outbox_loop.OutboxLoop`)."""
 
-
-class WebhookDelivery:
-    """This process's delivery loop, every ``poll_seconds`` (at once while there is more)."""
+    name = "webhooks"
 
     def __init__(self, pool: Pool, settings: Settings) -> None:
-        self.pool = pool
-        self.settings = settings
-        self.timeout = settings.webhook_timeout_seconds
+        super().__init__(pool, settings)
         self._http: httpx.AsyncClient | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._sending: set[asyncio.Task[None]] = set()
         self._purged: float | None = None
 
     async def start(self) -> None:
         self._http = client(WebhookPolicy.of(self.settings), self.timeout)
-        self._task = asyncio.create_task(self._loop(), name="threadline-webhooks")
+        await super().start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self._sending:
-            await asyncio.wait(self._sending, timeout=STOP_GRACE_SECONDS)
-        for task in list(self._sending):
-            task.cancel()  # its row stays leased, and is sent again when the lease expires
-        await asyncio.gather(*self._sending, return_exceptions=True)
+        await super().stop()
         if self._http is not None:
             await self._http.aclose()
             self._http = None
 
-    async def _loop(self) -> None:
-        while True:
-            more = False
-            try:
-                more = await self.deliver_due()
-                await self._purge()
-            except Exception as err:  # the database went away a moment: try again next pass
-                log_failure(logger, self.pool.health, err, "webhook delivery pass failed")
-            if not more:
-                await asyncio.sleep(self.settings.poll_seconds)
+    async def claim(self, conn: AsyncConnection[Any], limit: int, lease: float) -> list[Any]:
+        return await webhooks.claim(conn, limit, lease)
 
-    async def deliver_due(self) -> bool:
-        """Start delivering the webhooks due, as many as there are free slots; whether it took
-        all it asked for (there may be more)."""
-        free = CONCURRENCY - len(self._sending)
-        if free <= 0:
-            return False
-        async with self.pool.connection() as conn:
-            rows = await webhooks.claim(conn, free, self.timeout + LEASE_MARGIN_SECONDS)
-        for row in rows:
-            task = asyncio.create_task(self._deliver(row), name=f"webhook-{row['run_id']}")
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
-        return len(rows) == free
+    async def after_pass(self) -> None:
+        await self._purge()
 
-    async def _deliver(self, row: dict[str, Any]) -> None:
+    async def deliver(self, row: dict[str, Any]) -> None:
         run_id, host = row["run_id"], _host(row["url"])
         most = self.settings.webhook_max_attempts
         try:
