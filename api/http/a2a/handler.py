@@ -52,11 +52,19 @@ from a2a.utils.errors import (
 from api.http.a2a import card, messages, push, stream, tasks
 from api.http.a2a.context import ASSISTANT, BASE_URL, acting, assistant, last_event, translated
 from api.http.a2a.tasks import NAMES, TERMINAL, TaskRef
+from api.runs.service import Service
 from api.store import a2a_push, a2a_tasks, events
 
 CANCEL_WAIT_SECONDS = 10.0
 MAX_PAGE = 100
 DEFAULT_PAGE = 50
+
+
+async def _task(svc: Service, context: ServerCallContext, task_id: str) -> TaskRef:
+    """The task ``task_id`` of the path's assistant (``TaskNotFound`` for one the caller cannot
+    see)."""
+    target = await assistant(svc, context)
+    return await tasks.resolve(svc, target.assistant_id, task_id)
 
 
 class Handler(RequestHandler):
@@ -91,8 +99,7 @@ class Handler(RequestHandler):
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any]:
         with acting(context) as svc, translated():
-            target = await assistant(svc, context)
-            ref = await tasks.resolve(svc, target.assistant_id, params.id)
+            ref = await _task(svc, context, params.id)
             at = last_event(context)
             if at is None:
                 if ref.state in TERMINAL:
@@ -132,8 +139,7 @@ class Handler(RequestHandler):
     @validate_request_params
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         with acting(context) as svc, translated():
-            target = await assistant(svc, context)
-            ref = await tasks.resolve(svc, target.assistant_id, params.id)
+            ref = await _task(svc, context, params.id)
             length = params.history_length if params.HasField("history_length") else None
             if length is not None and length < 0:
                 raise InvalidParamsError("historyLength is 0 or more.")
@@ -201,8 +207,7 @@ class Handler(RequestHandler):
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
         with acting(context) as svc, translated():
-            target = await assistant(svc, context)
-            ref = await tasks.resolve(svc, target.assistant_id, params.id)
+            ref = await _task(svc, context, params.id)
             latest = ref.latest
             if latest["status"] not in tasks.ACTIVE:
                 raise TaskNotCancelableError(
@@ -213,7 +218,7 @@ class Handler(RequestHandler):
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(CANCEL_WAIT_SECONDS):
                     await svc.wait_for_end(latest["run_id"])
-            ref = await tasks.resolve(svc, target.assistant_id, params.id)
+            ref = await _task(svc, context, params.id)
             return await tasks.snapshot(svc, ref)
 
     # -- push notification configs ----------------------------------------------------------------
@@ -223,8 +228,7 @@ class Handler(RequestHandler):
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
         with acting(context) as svc, translated():
-            target = await assistant(svc, context)
-            ref = await tasks.resolve(svc, target.assistant_id, params.task_id)
+            ref = await _task(svc, context, params.task_id)
             return await push.save(svc, ref, await push.checked(svc, params))
 
     @validate_request_params
@@ -232,8 +236,7 @@ class Handler(RequestHandler):
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
         with acting(context) as svc, translated():
-            target = await assistant(svc, context)
-            ref = await tasks.resolve(svc, target.assistant_id, params.task_id)
+            ref = await _task(svc, context, params.task_id)
             return await push.one(svc, ref, params.id)
 
     @validate_request_params
@@ -241,8 +244,7 @@ class Handler(RequestHandler):
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
         with acting(context) as svc, translated():
-            target = await assistant(svc, context)
-            ref = await tasks.resolve(svc, target.assistant_id, params.task_id)
+            ref = await _task(svc, context, params.task_id)
             async with svc.pool.connection() as conn:
                 rows = await a2a_push.configs(conn, ref.task_id)
             return ListTaskPushNotificationConfigsResponse(
@@ -254,8 +256,7 @@ class Handler(RequestHandler):
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
         with acting(context) as svc, translated():
-            target = await assistant(svc, context)
-            ref = await tasks.resolve(svc, target.assistant_id, params.task_id)
+            ref = await _task(svc, context, params.task_id)
             async with svc.pool.connection() as conn:
                 gone = await a2a_push.delete_config(conn, ref.task_id, params.id)
             if not gone:
