@@ -7,6 +7,8 @@
 - ``one_graph_project``: a server of a one-file project from a ``langgraph.json``.
 - ``make_server``: a factory for servers a test starts, kills and restarts itself; every one is
   killed at teardown, with the tool processes a killed server left behind.
+- ``keys_server``: a started server with built-in API keys (``THREADLINE_AUTH=keys``), for
+  tenancy tests (``tests.utils.keys.create_key`` makes its callers).
 """
 
 from __future__ import annotations
@@ -110,3 +112,18 @@ async def http(server: ServerProcess) -> AsyncIterator[httpx.AsyncClient]:
     """A plain HTTP client on the module's server (reads wait up to 60 s)."""
     async with httpx.AsyncClient(base_url=server.url, timeout=httpx.Timeout(10.0, read=60.0)) as c:
         yield c
+
+
+@pytest.fixture
+def keys_server(
+    make_server: Callable[..., ServerProcess], pg_admin_url: str, tmp_path: Path
+) -> Iterator[ServerProcess]:
+    """A server with built-in API keys and the default policy (write_file asks), on its own
+    database (on the module's, the module server's workers would run its runs too)."""
+    url = create_database(pg_admin_url)
+    proc = make_server(url, tmp_path, env={"THREADLINE_AUTH": "keys"})
+    try:
+        yield proc.start()
+    finally:
+        proc.stop()
+        drop_database(pg_admin_url, url)

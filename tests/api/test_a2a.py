@@ -7,13 +7,12 @@ plain JSON-RPC posts."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
 from a2a.types.a2a_pb2 import (
@@ -33,7 +32,6 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Value
 
-from tests.utils.db import create_database, drop_database
 from tests.utils.keys import create_key
 from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter, greet
@@ -358,19 +356,6 @@ async def test_hostile_input(http: httpx.AsyncClient) -> None:
         headers={**V1, "Last-Event-ID": "soon"},
     )
     assert res.json()["error"]["code"] == -32602, res.text
-
-
-@pytest.fixture
-def keys_server(
-    make_server: Callable[..., ServerProcess], pg_admin_url: str, tmp_path: Path
-) -> Iterator[ServerProcess]:
-    url = create_database(pg_admin_url)
-    proc = make_server(url, tmp_path, env={"THREADLINE_AUTH": "keys"})
-    try:
-        yield proc.start()
-    finally:
-        proc.stop()
-        drop_database(pg_admin_url, url)
 
 
 async def test_tenants(keys_server: ServerProcess, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,6 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from api.runs.assistant_config import default_assistant_id
-from tests.utils.db import create_database, drop_database
 from tests.utils.keys import create_key
 from tests.utils.server import ServerProcess
 from tests.utils.tasks import counter, greet
@@ -229,21 +228,6 @@ async def test_assistants_start_durable_runs(
         assert bad.is_error
     run = (await http.get(f"/threads/{out['thread_id']}/runs/{out['run_id']}")).json()
     assert run["status"] == "success" and run["assistant_id"] == default_assistant_id("agent")
-
-
-@pytest.fixture
-def keys_server(
-    make_server: Callable[..., ServerProcess], pg_admin_url: str, tmp_path: Path
-) -> Iterator[ServerProcess]:
-    """A server with built-in API keys and the default policy (write_file asks), on its own
-    database (on the module's, the module server's workers would run its runs too)."""
-    url = create_database(pg_admin_url)
-    proc = make_server(url, tmp_path, env={"THREADLINE_AUTH": "keys"})
-    try:
-        yield proc.start()
-    finally:
-        proc.stop()
-        drop_database(pg_admin_url, url)
 
 
 async def test_tenancy_and_the_default_policy(keys_server: ServerProcess, tmp_path: Path) -> None:

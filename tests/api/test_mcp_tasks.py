@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -405,20 +405,6 @@ async def test_mcp_answers_an_interrupt_raised_through_another_door(
         assert (await http.get(f"/threads/{thread_id}/workspace/greeting.txt")).status_code == 200
         decisions = [e for e in await audit(http, thread_id) if e["kind"] == "decision"]
         assert [e["detail"]["via"] for e in decisions] == ["mcp"]
-
-
-@pytest.fixture
-def keys_server(
-    make_server: Callable[..., ServerProcess], pg_admin_url: str, tmp_path: Path
-) -> Iterator[ServerProcess]:
-    """A server with built-in API keys, on its own database."""
-    url = create_database(pg_admin_url)
-    proc = make_server(url, tmp_path, env={"THREADLINE_AUTH": "keys"})
-    try:
-        yield proc.start()
-    finally:
-        proc.stop()
-        drop_database(pg_admin_url, url)
 
 
 async def test_tenancy(keys_server: ServerProcess, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,6 @@ from langgraph_sdk.errors import APIStatusError
 from tests.api.test_a2a import a2a, data_message
 from tests.api.test_a2a_push import outbox, pushed
 from tests.api.test_mcp_server import mcp_session, text
-from tests.utils.db import create_database, drop_database
 from tests.utils.keys import create_key
 from tests.utils.server import ServerProcess
 from tests.utils.tasks import greet
@@ -315,19 +314,6 @@ async def test_the_task_takes_only_its_own_answers(
             ("input-required", p.task.id.split(":")[1]),
             ("completed", resumed),
         ]
-
-
-@pytest.fixture
-def keys_server(
-    make_server: Callable[..., ServerProcess], pg_admin_url: str, tmp_path: Path
-) -> Iterator[ServerProcess]:
-    url = create_database(pg_admin_url)
-    proc = make_server(url, tmp_path, env={"THREADLINE_AUTH": "keys"})
-    try:
-        yield proc.start()
-    finally:
-        proc.stop()
-        drop_database(pg_admin_url, url)
 
 
 async def test_another_tenant_answers_through_no_door(
