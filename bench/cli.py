@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from api.platform.settings import Settings
-from bench import direct, pg, report, service, throughput, workloads
+from bench import direct, longthread, pg, report, service, throughput, workloads
 from bench.lgdev import find as find_langgraph
 from bench.lgdev import version_of
 from bench.throughput import runs_for
@@ -31,7 +31,7 @@ does (the floor's pool gets the same size)."""
 RESULTS = Path(__file__).parent / "results"
 
 
-SECTIONS = ("throughput", "eventlog", "checkpoints", "resume")
+SECTIONS = ("throughput", "eventlog", "checkpoints", "resume", "longthread")
 
 
 def _levels(text: str) -> list[int]:
@@ -120,6 +120,11 @@ def parser() -> argparse.ArgumentParser:
         help="checkpoints: also measure with this many files in the workspace (0: skip)",
     )
     p.add_argument("--resume-repeats", type=int, help="resume: kill/restart cycles (default 5)")
+    p.add_argument(
+        "--longthread-runs",
+        type=int,
+        help="longthread: runs on one thread (default 400; 60 with --quick)",
+    )
     p.add_argument(
         "--pg-url",
         default=os.environ.get("BENCH_PG_URL", pg.DEFAULT_ADMIN_URL),
@@ -273,6 +278,12 @@ def main(argv: list[str] | None = None) -> None:
                 t0 = time.perf_counter()
                 result["resume"] = resume_latency(runner, args, tmp, prefix)
                 timings["resume"] = time.perf_counter() - t0
+            if "longthread" in sections:
+                t0 = time.perf_counter()
+                runs = args.longthread_runs or (60 if args.quick else 400)
+                say(f"bench: a long thread, {runs} runs of the chat graph, floor then service")
+                result["longthread"] = longthread.measure(runner, args.pg_url, runs, tmp)
+                timings["longthread"] = time.perf_counter() - t0
             if args.profile and urls:
                 result["profile"] = profile(
                     runner, args, urls, tmp, server_log, workers, max(levels), warmup

@@ -121,6 +121,7 @@ def markdown(result: dict[str, Any]) -> str:
         ("eventlog", eventlog_markdown),
         ("checkpoints", checkpoints_markdown),
         ("resume", resume_markdown),
+        ("longthread", longthread_markdown),
     ):
         if result.get(key):
             out += ["", render(result[key], result)]
@@ -454,6 +455,33 @@ def resume_markdown(res: dict[str, Any], result: dict[str, Any]) -> str:
             )
             + " |"
         )
+    return "\n".join(out)
+
+
+def longthread_markdown(lt: dict[str, Any], result: dict[str, Any]) -> str:
+    """A long thread (``bench/longthread.py``): the service beside the floor, growth as ratios."""
+    floor, svc, over = lt["floor"], lt["service"], lt["service_over_floor"]
+    rows = [
+        ("a run, at the start (ms)", "run_first_ms", "run_first"),
+        ("a run, at the end (ms)", "run_last_ms", "run_last"),
+        ("`GET .../state` at the end (ms)", "state_last_ms", None),
+        ("`POST .../history` limit 10 at the end (ms)", "history_last_ms", None),
+    ]
+    out = [
+        "## A long thread",
+        "",
+        f"{lt['runs']} runs of the chat graph (`bench/chat.py`, {lt['messages_per_run']} "
+        f"messages a run, {svc['messages']} in the end) on one thread; the floor is the same "
+        "graph on LangGraph's `AsyncPostgresSaver` in-process. *start* / *end*: the median of "
+        "the first / last 10 runs; reads: median of 5.",
+        "",
+        "| | floor | threadline | threadline ÷ floor |",
+        "|---|---|---|---|",
+    ]
+    for label, key, ratio_key in rows:
+        ratio_value = over.get(ratio_key) if ratio_key else over.get(key.removesuffix("_ms"))
+        out.append(f"| {label} | {floor[key]} | {svc[key]} | {_fmt(ratio_value, 2)} |")
+    out.append(f"| growth of a run, end ÷ start | {floor['run_growth']} | {svc['run_growth']} | |")
     return "\n".join(out)
 
 

@@ -1,0 +1,77 @@
+"""A chat graph whose nodes do no work, for long threads: every run adds its messages to one
+``add_messages`` list, as a chat agent's runs do.
+
+One run: the user's message, then ``agent`` → ``tools`` five times (an AI message with a tool
+call, then its tool result) and a last ``agent`` answer: ``MESSAGES_PER_RUN`` (12) messages and
+``SUPERSTEPS`` (11) supersteps. After 400 runs the thread holds 4,800 messages, and every
+checkpoint of the stock ``messages`` channel stores all of them.
+
+Serve it from a ``langgraph.json`` as ``"./chat.py:graph"`` (threadline and ``langgraph dev``
+each compile it with their own checkpointer), or run ``builder().compile(checkpointer=...)``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+
+GRAPH_ID = "chat"
+ROUNDS = 5
+MESSAGES_PER_RUN = 2 + 2 * ROUNDS
+SUPERSTEPS = 2 * ROUNDS + 1
+
+
+def run_input(turn: int) -> dict[str, Any]:
+    """The input of a thread's ``turn``-th run: one user message."""
+    return {"messages": [{"role": "user", "content": f"turn {turn}: count the notes"}]}
+
+
+def _calls(state: MessagesState) -> int:
+    """Tool calls the agent made since the user's last message."""
+    made = 0
+    for message in reversed(state["messages"]):
+        if isinstance(message, HumanMessage):
+            break
+        if isinstance(message, AIMessage) and message.tool_calls:
+            made += 1
+    return made
+
+
+def agent(state: MessagesState) -> dict[str, Any]:
+    made = _calls(state)
+    if made >= ROUNDS:
+        return {"messages": [AIMessage(content=f"Done: {made} notes counted.")]}
+    call = {"name": "count", "args": {"page": made}, "id": f"call_{uuid.uuid4().hex[:12]}"}
+    return {"messages": [AIMessage(content="", tool_calls=[call])]}
+
+
+def tools(state: MessagesState) -> dict[str, Any]:
+    last = state["messages"][-1]
+    assert isinstance(last, AIMessage) and last.tool_calls
+    call = last.tool_calls[0]
+    return {
+        "messages": [
+            ToolMessage(content=f"page {call['args']['page']}: 3 notes", tool_call_id=call["id"])
+        ]
+    }
+
+
+def route(state: MessagesState) -> str:
+    last = state["messages"][-1]
+    return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+
+def builder() -> StateGraph[MessagesState]:
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", tools)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", route, ["tools", END])
+    g.add_edge("tools", "agent")
+    return g
+
+
+graph = builder()
