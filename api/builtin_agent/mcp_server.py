@@ -75,7 +75,7 @@ def thread_of(scope: Scope) -> str:
 
 async def precheck(svc: Service, scope: Scope) -> None:
     """Before the SDK sees the request: the thread must be one the caller can read."""
-    await svc.thread(thread_of(scope), "read")
+    await svc.thread(thread_of(scope), "read", values=False)
 
 
 def describe(tool: ToolSpec) -> types.Tool:
@@ -171,7 +171,7 @@ async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> Any:
     with acting_as(ctx) as (svc, scope):
         thread_id = thread_of(scope)
         try:
-            await svc.thread(thread_id, "update")
+            await svc.thread(thread_id, "update", values=False)
         except ApiError as err:
             return error(err.message)
         agent = agent_of(svc)

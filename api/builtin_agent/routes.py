@@ -68,7 +68,7 @@ def _root(svc: ServiceDep, thread_id: str) -> Any:
 )
 async def list_workspace(thread_id: ThreadId, svc: ServiceDep) -> Any:
     """Files in the thread's workspace (empty before its first run)."""
-    await svc.thread(thread_id)
+    await svc.thread(thread_id, values=False)
     root = _root(svc, thread_id)
     if not root.exists():
         return {"files": []}
@@ -91,7 +91,7 @@ async def list_workspace(thread_id: ThreadId, svc: ServiceDep) -> Any:
 )
 async def read_workspace_file(thread_id: ThreadId, path: WorkspacePath, svc: ServiceDep) -> Any:
     """One file of the workspace (paths are confined to it, as for the tools)."""
-    await svc.thread(thread_id)
+    await svc.thread(thread_id, values=False)
     long = [p for p in path.split("/") if len(p.encode("utf-8", "replace")) > MAX_NAME_BYTES]
     if long:
         raise Invalid(

@@ -24,6 +24,7 @@ from psycopg.rows import DictRow, dict_row
 
 from api.platform.db_health import DatabaseHealth, QuietDuringOutage
 from api.platform.embedded import start_embedded
+from api.platform.jsonb import configure
 from api.platform.pool import POOL_TIMEOUT_SECONDS, RecentFirstPool
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ async def open_pool(url: str, *, max_size: int, min_size: int = 1) -> AsyncItera
         min_size=1,
         max_size=max_size,
         kwargs=connection_kwargs(),
+        configure=configure,  # JSON through orjson (api.platform.jsonb)
         open=False,
         name="threadline",
         timeout=POOL_TIMEOUT_SECONDS,

@@ -37,7 +37,9 @@ class RunRequest:
     command: dict[str, Any] | None
     config: dict[str, Any]
     thread: dict[str, Any] | None
-    """The thread before the run (None: the run creates it)."""
+    """The thread before the run (None: the run creates it). Its ``values`` are the last ones
+    without their list-valued keys: a long conversation's messages are not read to check a
+    run (the thread's state is ``pending``'s to read, or the graph's)."""
     pending: Callable[[], Awaitable[Sequence[Interrupt]]]
     """The thread's pending interrupts (read from its checkpoint when called)."""
 

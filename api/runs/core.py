@@ -67,12 +67,18 @@ class Core:
         return user.identity if user.is_authenticated else "anonymous"
 
     async def thread(
-        self, thread_id: str, action: str = "read", *, include_ttl: bool = False
+        self,
+        thread_id: str,
+        action: str = "read",
+        *,
+        include_ttl: bool = False,
+        values: bool = True,
     ) -> dict[str, Any]:
         """The thread, if the caller may ``action`` it; another tenant's thread is not found.
-        ``include_ttl``: with its ``ttl``, if it has one."""
+        ``include_ttl``: with its ``ttl``, if it has one; ``values=False``: an access check,
+        which leaves the thread's values unread (None)."""
         async with self.pool.connection() as conn:
-            found = await threads.get(conn, thread_id, include_ttl=include_ttl)
+            found = await threads.get(conn, thread_id, include_ttl=include_ttl, values=values)
         if found is None or not (await self.scope(action, {"thread_id": thread_id})).allows(found):
             raise NotFound(f"No thread {thread_id!r}. Create it with POST /threads first.")
         return found
@@ -149,7 +155,7 @@ class Core:
         self, thread_id: str, graph_id: str | None = None, *, subgraphs: bool = False
     ) -> Any:
         """The thread's current state, from the checkpointer (no graph needed to read it)."""
-        await self.thread(thread_id)
+        await self.thread(thread_id, values=False)
         graph = self.graph(graph_id or await self.assistant_of(thread_id))
         return await graph.aget_state(self.thread_config(thread_id), subgraphs=subgraphs)
 
@@ -184,7 +190,7 @@ class Core:
 
         Returns interrupt id → answer; approval answers are validated (422 when malformed).
         """
-        await self.thread(thread_id)
+        await self.thread(thread_id, values=False)
         state = await self.graph(graph_id).aget_state(self.thread_config(thread_id))
         return answers_for(thread_id, state.interrupts, resume, self.runtime.adapter(graph_id))
 
@@ -194,7 +200,7 @@ class Core:
             return await runs.active(conn, thread_id)
 
     async def run(self, thread_id: str, run_id: str, action: str = "read") -> dict[str, Any]:
-        await self.thread(thread_id, action)
+        await self.thread(thread_id, action, values=False)
         async with self.pool.connection() as conn:
             found = await runs.get(conn, thread_id, run_id)
         if found is None:

@@ -94,7 +94,7 @@ def _first_due(svc: Core, schedule: str, timezone: str | None, end: datetime | N
 async def create(svc: Core, body: CronCreate, thread_id: str | None) -> dict[str, Any]:
     assistant = await assistant_access.load(svc, await for_run(svc, body.assistant_id))
     if thread_id is not None:
-        await svc.thread(thread_id, "create_run")
+        await svc.thread(thread_id, "create_run", values=False)
     value = {**body.model_dump(mode="json", exclude_none=True), "thread_id": thread_id}
     await svc.authorize("crons", "create", value)
     await webhook_url.check(svc.runtime.settings, body.webhook, enabled=svc.webhooks)

@@ -117,7 +117,7 @@ def with_caller(svc: Core, kwargs: dict[str, Any], config: Any, what: str) -> No
 async def visible_for_run(svc: Core, thread_id: str, body: RunCreate) -> dict[str, Any] | None:
     """The thread (one read), None when there is none; 404 when it is not the caller's."""
     async with svc.pool.connection() as conn:
-        found = await threads.get(conn, thread_id)
+        found = await threads.get(conn, thread_id, values="scalars")
     if found is not None:
         await check_visible(svc, thread_id, body, found)
     return found

@@ -33,9 +33,9 @@ async def lock_thread(conn: AsyncConnection[Any], thread_id: str) -> list[dict[s
 async def lock_and_read_thread(
     conn: AsyncConnection[Any], thread_id: str
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
-    """:func:`lock_thread`, and the thread as ``threads.get`` reads it (None: no such thread),
-    in the same round trip."""
-    row, active = await _lock(conn, thread_id, f"t.*, {threads.LAST_RUN}")
+    """:func:`lock_thread`, and the thread as ``threads.get`` reads it for a run's checks
+    (values without their lists; None: no such thread), in the same round trip."""
+    row, active = await _lock(conn, thread_id, f"{threads.FOR_CHECKS}, {threads.LAST_RUN}")
     return (thread_out(row) if row is not None else None), active
 
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from psycopg import AsyncConnection
 from psycopg.errors import UniqueViolation
 from psycopg.types.json import Jsonb
 
+from api.platform import jsonb
 from api.platform.serde import to_jsonable
 from api.platform.validation import check_metadata
 from api.store import thread_ttl
-from api.store.rows import storable, thread_out
+from api.store.rows import thread_out
 
 LAST_RUN = """
     (SELECT jsonb_build_object('run_id', r.run_id, 'status', r.status, 'attempt', r.attempt,
@@ -73,12 +74,34 @@ def is_taken(err: BaseException) -> bool:
     return isinstance(err, UniqueViolation) and err.diag.constraint_name == "threads_pkey"
 
 
+WITHOUT_VALUES = (
+    "t.thread_id, t.created_at, t.updated_at, t.metadata, t.status, t.config, t.interrupts,"
+    " t.owner, t.ttl_strategy, t.ttl_minutes, t.ttl_pruned_at"
+)
+"""A thread's columns but its values: what an access check or a run's checks read. A long
+conversation's values are its whole message list, and reading them back for a check cost more
+than the rest of the request."""
+SCALAR_VALUES = (
+    "(SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(t.state_values) AS e"
+    " WHERE jsonb_typeof(e.value) <> 'array') AS state_values"
+)
+"""The thread's values without their lists (a conversation's messages): what a run's checks
+read of them (``api.project.adapters.RunRequest.thread``)."""
+FOR_CHECKS = f"{WITHOUT_VALUES}, {SCALAR_VALUES}"
+
+
 async def get(
-    conn: AsyncConnection[Any], thread_id: str, *, include_ttl: bool = False
+    conn: AsyncConnection[Any],
+    thread_id: str,
+    *,
+    include_ttl: bool = False,
+    values: bool | Literal["scalars"] = True,
 ) -> dict[str, Any] | None:
-    """The thread; ``include_ttl``: with its ``ttl`` (when it has one)."""
+    """The thread; ``include_ttl``: with its ``ttl`` (when it has one); ``values``: False
+    leaves them out (None), ``scalars`` reads them without their lists."""
+    columns = "t.*" if values is True else FOR_CHECKS if values == "scalars" else WITHOUT_VALUES
     cur = await conn.execute(
-        f"SELECT t.*, {LAST_RUN} FROM threads t WHERE t.thread_id = %s", (thread_id,)
+        f"SELECT {columns}, {LAST_RUN} FROM threads t WHERE t.thread_id = %s", (thread_id,)
     )
     row = await cur.fetchone()
     if row is None:
@@ -240,10 +263,12 @@ async def refresh_status(
 
 def state_columns(values: Any, interrupts: dict[str, Any] | None) -> dict[str, Jsonb | None]:
     """``values`` and ``interrupts`` parameters for a thread's row (None: left as they are).
-    What the graph produced (model output, tool results) may hold NUL: see ``storable``."""
+    What the graph produced (model output, tool results) may hold NUL or NaN: written by
+    ``api.platform.jsonb.dumps``, which makes them storable as ``storable`` does, in one pass
+    (a long thread's values are its whole message list)."""
     return {
-        "values": Jsonb(storable(values)) if values is not None else None,
-        "interrupts": Jsonb(storable(interrupts)) if interrupts is not None else None,
+        "values": Jsonb(values, dumps=jsonb.dumps) if values is not None else None,
+        "interrupts": Jsonb(interrupts, dumps=jsonb.dumps) if interrupts is not None else None,
     }
 
 

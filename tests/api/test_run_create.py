@@ -40,9 +40,9 @@ async def test_a_new_run_reads_its_thread_in_its_transaction_unless_its_checks_n
     locks: list[str] = []
     real_get, real_lock = threads.get, runs.lock_and_read_thread
 
-    async def get(conn: Any, thread_id: str) -> Any:
+    async def get(conn: Any, thread_id: str, **kw: Any) -> Any:
         reads.append(thread_id)
-        return await real_get(conn, thread_id)
+        return await real_get(conn, thread_id, **kw)
 
     async def lock_and_read(conn: Any, thread_id: str, **kw: Any) -> Any:
         locks.append(thread_id)

@@ -1,14 +1,19 @@
-"""What goes into a ``jsonb`` column of the service's tables (``api.store.rows.storable``): a
-graph's values may hold what ``jsonb`` cannot (NUL characters, NaN, infinities), and must not
-keep a run from ending."""
+"""What goes into a ``jsonb`` column of the service's tables (``api.store.rows.storable``, and
+the connections' JSON writer ``api.platform.jsonb``): a graph's values may hold what ``jsonb``
+cannot (NUL characters, NaN, infinities), and must not keep a run from ending; and what is read
+back of a thread's values for its checks."""
 
 from __future__ import annotations
 
 import math
 
 import psycopg
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from api.platform import jsonb
+from api.platform.database import migrate
+from api.store import threads
 from api.store.rows import storable
 
 
@@ -25,3 +30,42 @@ def test_nul_and_non_finite_numbers_are_made_storable(database_url: str) -> None
             pass  # what it guards against: jsonb refuses NUL and NaN
         else:
             raise AssertionError("jsonb took NUL and NaN: the guard would not be needed")
+
+
+def test_the_connections_json_writer_makes_the_same_values_storable(database_url: str) -> None:
+    """``api.platform.jsonb.dumps`` (the pool's JSON writer, and a thread's values'): the same
+    storable JSON in one pass, a string that merely spells a NUL's escape left as it is, and
+    what orjson cannot write exactly handed to ``json``."""
+    values = {"a\0b": ["x\0", math.nan, math.inf, 1.5, {"n": [math.nan]}], "s": "\\u0000\\\0"}
+    with psycopg.connect(database_url) as conn:
+        [(stored,)] = conn.execute(
+            "SELECT %s::jsonb", (Jsonb(values, dumps=jsonb.dumps),)
+        ).fetchall()
+    assert stored == {
+        "a\ufffdb": ["x\ufffd", None, None, 1.5, {"n": [None]}],
+        "s": "\\u0000\\\ufffd",
+    }
+    big = {"n": 2**70, 3: "int key"}
+    assert jsonb.loads(jsonb.dumps(big)) == {"n": 2**70, "3": "int key"}  # exact, not a float
+    assert jsonb.loads(b'{"n": 12345678901234567890123}') == {"n": 12345678901234567890123}
+
+
+async def test_a_run_check_reads_a_threads_values_without_their_lists(database_url: str) -> None:
+    """What a run's checks and an access check read of a thread: its values without their lists
+    (a long conversation's messages), or none."""
+    async with await psycopg.AsyncConnection.connect(
+        database_url, autocommit=True, row_factory=dict_row
+    ) as conn:
+        await migrate(conn)
+        await threads.create(conn, "t1", {}, None, None)
+        values = {"messages": [{"type": "human", "content": "hi"}] * 3, "task": {"name": "greet"}}
+        await threads.refresh_status(conn, "t1", after="idle", values=values, interrupts={})
+        whole = await threads.get(conn, "t1")
+        checks = await threads.get(conn, "t1", values="scalars")
+        access = await threads.get(conn, "t1", values=False)
+    assert whole is not None and whole["values"] == values
+    assert checks is not None and checks["values"] == {"task": {"name": "greet"}}
+    assert access is not None and access["values"] is None
+    assert {k: v for k, v in access.items() if k != "values"} == {
+        k: v for k, v in whole.items() if k != "values"
+    }

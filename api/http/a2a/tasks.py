@@ -108,7 +108,7 @@ async def resolve(svc: Service, assistant_id: str, task_id: str) -> TaskRef:
     if not thread_id or not run_id:
         raise not_found(task_id)
     try:
-        await svc.thread(thread_id)
+        await svc.thread(thread_id, values=False)
     except NotFound:
         raise not_found(task_id) from None
     async with svc.pool.connection() as conn:

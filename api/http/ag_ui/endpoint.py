@@ -102,7 +102,7 @@ async def join(
     """A run's AG-UI stream after ``Last-Event-ID`` (or ``?last_event_id=``; the header wins):
     ``run_id`` is the AG-UI ``runId`` or the threadline run id."""
     with _slot(request, svc) as slot:
-        await svc.thread(thread_id)
+        await svc.thread(thread_id, values=False)
         run = await _existing(svc, thread_id, run_id) or await svc.run(thread_id, run_id)
         last = last_event_id if last_event_id is not None else last_event_id_query
         return await _respond(svc, slot, assistant_id, run, resume_point.parse(last))
@@ -116,7 +116,7 @@ async def _existing(svc: Service, thread_id: str, ag_ui_id: str) -> dict[str, An
     """The thread's run started over AG-UI as ``ag_ui_id``; None when there is none (or the
     thread is not the caller's: creating the run says which)."""
     try:
-        await svc.thread(thread_id)
+        await svc.thread(thread_id, values=False)
     except NotFound:
         return None
     async with svc.pool.connection() as conn:

@@ -61,6 +61,6 @@ async def audit(
     after_id: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> Any:
     """Every tool execution and every decision on the thread, oldest first."""
-    await svc.thread(thread_id)
+    await svc.thread(thread_id, values=False)
     async with svc.pool.connection() as conn:
         return await audit_log.entries(conn, thread_id, after_id=after_id, limit=limit)

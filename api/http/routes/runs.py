@@ -155,7 +155,7 @@ async def list_runs(
     status: RunStatus | None = None,
 ) -> Any:
     """The thread's runs, newest first."""
-    await svc.thread(thread_id)
+    await svc.thread(thread_id, values=False)
     async with svc.pool.connection() as conn:
         return await list_for_thread(conn, thread_id, limit=limit, offset=offset, status=status)
 
@@ -245,7 +245,7 @@ async def join_thread_stream(
     run's own stream. With no active run the stream ends at once, with no events."""
     with _slot(request, svc) as slot:
         requested = query_modes(stream_mode)
-        await svc.thread(thread_id)
+        await svc.thread(thread_id, values=False)
         run = await svc.active_run(thread_id)
         if run is None:
             return _respond(svc, slot, _nothing())

@@ -50,7 +50,7 @@ async def cancel_many(
     removes them and their checkpoints once they have stopped. Runs that finished meanwhile
     are left as they are."""
     if body.thread_id is not None:
-        await svc.thread(body.thread_id, "update")  # another tenant's thread: 404
+        await svc.thread(body.thread_id, "update", values=False)  # another tenant's thread: 404
     scope = await svc.scope("update")
     async with svc.pool.connection() as conn:
         found = await active_runs(

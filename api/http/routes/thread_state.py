@@ -58,7 +58,7 @@ async def existing(svc: Any, thread_id: str, config: Any) -> None:
 async def state_at(
     svc: Any, thread_id: str, config: Any, subgraphs: bool, select: list[str] | None
 ) -> Any:
-    await svc.thread(thread_id)
+    await svc.thread(thread_id, values=False)
     graph = svc.graph(await svc.assistant_of(thread_id))
     await existing(svc, thread_id, config)
     try:
@@ -111,7 +111,7 @@ async def post_state_at(thread_id: ThreadId, body: StateAt, svc: ServiceDep) -> 
 async def update_state(thread_id: ThreadId, body: StateUpdate, svc: ServiceDep) -> Any:
     """``graph.update_state(values, as_node)`` on the latest checkpoint, or forked from
     ``checkpoint``; returns the new checkpoint. 409 while a run is active."""
-    await svc.thread(thread_id, "update")
+    await svc.thread(thread_id, "update", values=False)
     assistant_id = await svc.assistant_of(thread_id)
     graph = svc.graph(assistant_id)
     as_node = svc.runtime.adapter(assistant_id).check_state_update(body.values, body.as_node)

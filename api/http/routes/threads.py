@@ -180,7 +180,7 @@ async def get_thread(thread_id: ThreadId, svc: ServiceDep, include: IncludeQuery
 async def patch_thread(thread_id: ThreadId, body: ThreadPatch, svc: ServiceDep) -> Any:
     """Merge metadata into the thread's (top-level keys replace); the merged metadata has the
     same limits as any."""
-    await svc.thread(thread_id, "update")
+    await svc.thread(thread_id, "update", values=False)
     async with svc.pool.connection() as conn:
         try:
             found = await threads.patch(conn, thread_id, body.metadata, ttl_of(body.ttl))
@@ -231,7 +231,7 @@ async def get_state(
 async def get_history(thread_id: ThreadId, body: HistoryQuery, svc: ServiceDep) -> Any:
     """Checkpoints, newest first: ``limit``, ``before`` one, those whose metadata contains
     ``metadata``, or only ``checkpoint``."""
-    await svc.thread(thread_id)
+    await svc.thread(thread_id, values=False)
     graph = svc.graph(await svc.assistant_of(thread_id))
     before = None
     if isinstance(body.before, CheckpointRef):
