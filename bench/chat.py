@@ -6,22 +6,46 @@ call, then its tool result) and a last ``agent`` answer: ``MESSAGES_PER_RUN`` (1
 ``SUPERSTEPS`` (11) supersteps. After 400 runs the thread holds 4,800 messages, and every
 checkpoint of the stock ``messages`` channel stores all of them.
 
-Serve it from a ``langgraph.json`` as ``"./chat.py:graph"`` (threadline and ``langgraph dev``
-each compile it with their own checkpointer), or run ``builder().compile(checkpointer=...)``.
+``delta_graph`` is the same graph with ``messages`` a ``DeltaChannel`` (LangGraph 1.2's beta):
+a checkpoint stores the step's new messages, and a read replays them from the last snapshot;
+how a graph opts in is this module's ``DeltaMessages``.
+
+Serve it from a ``langgraph.json`` as ``"./chat.py:graph"`` or ``"./chat.py:delta_graph"``
+(threadline and ``langgraph dev`` each compile it with their own checkpointer), or run
+``builder(delta).compile(checkpointer=...)``.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Sequence
+from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.channels import DeltaChannel
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
 
 GRAPH_ID = "chat"
+DELTA_GRAPH_ID = "chat_delta"
 ROUNDS = 5
 MESSAGES_PER_RUN = 2 + 2 * ROUNDS
 SUPERSTEPS = 2 * ROUNDS + 1
+
+
+def add_messages_batch(left: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
+    """``add_messages`` folded over a batch of writes: the reducer shape ``DeltaChannel`` calls,
+    batching-invariant by construction."""
+    merged: Any = left
+    for right in writes:
+        merged = add_messages(merged, right)
+    return list(merged)
+
+
+class DeltaMessages(TypedDict):
+    """``MessagesState`` with its list stored as deltas: the one line a graph changes to opt in."""
+
+    messages: Annotated[list[AnyMessage], DeltaChannel(add_messages_batch)]
 
 
 def run_input(turn: int) -> dict[str, Any]:
@@ -29,7 +53,7 @@ def run_input(turn: int) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": f"turn {turn}: count the notes"}]}
 
 
-def _calls(state: MessagesState) -> int:
+def _calls(state: Any) -> int:
     """Tool calls the agent made since the user's last message."""
     made = 0
     for message in reversed(state["messages"]):
@@ -40,7 +64,7 @@ def _calls(state: MessagesState) -> int:
     return made
 
 
-def agent(state: MessagesState) -> dict[str, Any]:
+def agent(state: Any) -> dict[str, Any]:
     made = _calls(state)
     if made >= ROUNDS:
         return {"messages": [AIMessage(content=f"Done: {made} notes counted.")]}
@@ -48,7 +72,7 @@ def agent(state: MessagesState) -> dict[str, Any]:
     return {"messages": [AIMessage(content="", tool_calls=[call])]}
 
 
-def tools(state: MessagesState) -> dict[str, Any]:
+def tools(state: Any) -> dict[str, Any]:
     last = state["messages"][-1]
     assert isinstance(last, AIMessage) and last.tool_calls
     call = last.tool_calls[0]
@@ -59,13 +83,13 @@ def tools(state: MessagesState) -> dict[str, Any]:
     }
 
 
-def route(state: MessagesState) -> str:
+def route(state: Any) -> str:
     last = state["messages"][-1]
     return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
 
 
-def builder() -> StateGraph[MessagesState]:
-    g = StateGraph(MessagesState)
+def builder(delta: bool = False) -> StateGraph[Any]:
+    g: StateGraph[Any] = StateGraph(DeltaMessages if delta else MessagesState)
     g.add_node("agent", agent)
     g.add_node("tools", tools)
     g.add_edge(START, "agent")
@@ -75,3 +99,4 @@ def builder() -> StateGraph[MessagesState]:
 
 
 graph = builder()
+delta_graph = builder(delta=True)

@@ -126,6 +126,11 @@ def parser() -> argparse.ArgumentParser:
         help="longthread: runs on one thread (default 400; 60 with --quick)",
     )
     p.add_argument(
+        "--longthread-delta",
+        action="store_true",
+        help="longthread: also the graph whose messages are a DeltaChannel",
+    )
+    p.add_argument(
         "--pg-url",
         default=os.environ.get("BENCH_PG_URL", pg.DEFAULT_ADMIN_URL),
         help="a PostgreSQL URL allowed to create databases (env BENCH_PG_URL)",
@@ -283,6 +288,10 @@ def main(argv: list[str] | None = None) -> None:
                 runs = args.longthread_runs or (60 if args.quick else 400)
                 say(f"bench: a long thread, {runs} runs of the chat graph, floor then service")
                 result["longthread"] = longthread.measure(runner, args.pg_url, runs, tmp)
+                if args.longthread_delta:
+                    result["longthread_delta"] = longthread.measure(
+                        runner, args.pg_url, runs, tmp, delta=True
+                    )
                 timings["longthread"] = time.perf_counter() - t0
             if args.profile and urls:
                 result["profile"] = profile(

@@ -66,11 +66,11 @@ def _summary(runs_ms: list[float], reads: dict[str, float]) -> dict[str, Any]:
     }
 
 
-async def floor(url: str, runs: int) -> dict[str, Any]:
+async def floor(url: str, runs: int, delta: bool = False) -> dict[str, Any]:
     """LangGraph alone: the chat graph on ``AsyncPostgresSaver``, one thread, in this process."""
     async with AsyncPostgresSaver.from_conn_string(url) as saver:
         await saver.setup()
-        graph = chat.builder().compile(checkpointer=saver)
+        graph = chat.builder(delta).compile(checkpointer=saver)
         config: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
         reads: dict[str, float] = {}
 
@@ -102,15 +102,16 @@ def write_config(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(Path(chat.__file__), directory / "chat.py")
     config = directory / "langgraph.json"
-    config.write_text(
-        json.dumps({"dependencies": ["."], "graphs": {chat.GRAPH_ID: "./chat.py:graph"}})
-    )
+    graphs = {chat.GRAPH_ID: "./chat.py:graph", chat.DELTA_GRAPH_ID: "./chat.py:delta_graph"}
+    config.write_text(json.dumps({"dependencies": ["."], "graphs": graphs}))
     return config
 
 
-async def _one_run(http: httpx.AsyncClient, thread_id: str, turn: int) -> None:
+async def _one_run(
+    http: httpx.AsyncClient, thread_id: str, turn: int, graph_id: str = chat.GRAPH_ID
+) -> None:
     body = {
-        "assistant_id": chat.GRAPH_ID,
+        "assistant_id": graph_id,
         "input": chat.run_input(turn),
         "stream_mode": STREAM_MODES,
     }
@@ -125,7 +126,7 @@ async def _one_run(http: httpx.AsyncClient, thread_id: str, turn: int) -> None:
             raise RuntimeError("the stream ended without its end event")
 
 
-async def service(base_url: str, runs: int) -> dict[str, Any]:
+async def service(base_url: str, runs: int, delta: bool = False) -> dict[str, Any]:
     """The same runs through a running server, over HTTP and SSE."""
     async with httpx.AsyncClient(base_url=base_url, timeout=120) as http:
         thread_id = (await http.post("/threads", json={})).json()["thread_id"]
@@ -142,7 +143,7 @@ async def service(base_url: str, runs: int) -> dict[str, Any]:
         taken: list[float] = []
         for turn in range(runs):
             t0 = time.perf_counter()
-            await _one_run(http, thread_id, turn)
+            await _one_run(http, thread_id, turn, chat.DELTA_GRAPH_ID if delta else chat.GRAPH_ID)
             taken.append((time.perf_counter() - t0) * 1000)
             if turn + 1 == EARLY:
                 reads["state_first_ms"] = await _median_ms(state)
@@ -158,14 +159,21 @@ def ratios(svc: dict[str, Any], base: dict[str, Any]) -> dict[str, float]:
     return {k.removesuffix("_ms"): round(svc[k] / base[k], 2) for k in keys}
 
 
-def measure(runner: asyncio.Runner, pg_url: str, runs: int, tmp: Path) -> dict[str, Any]:
+def measure(
+    runner: asyncio.Runner, pg_url: str, runs: int, tmp: Path, delta: bool = False
+) -> dict[str, Any]:
     """Both sides, each on a new database of its own (dropped after): the results ``main``
-    prints and ``python -m bench --only longthread`` reports."""
+    prints and ``python -m bench --only longthread`` reports. ``delta``: the graph whose
+    ``messages`` is a ``DeltaChannel`` (``chat.delta_graph``)."""
     names = {"floor": pg.new_name("bench"), "service": pg.new_name("bench")}
-    results: dict[str, Any] = {"runs": runs, "messages_per_run": chat.MESSAGES_PER_RUN}
+    results: dict[str, Any] = {
+        "runs": runs,
+        "messages_per_run": chat.MESSAGES_PER_RUN,
+        "channel": "DeltaChannel" if delta else "add_messages",
+    }
     try:
         url = pg.create_database(pg_url, names["floor"])
-        results["floor"] = runner.run(floor(url, runs))
+        results["floor"] = runner.run(floor(url, runs, delta))
         url = pg.create_database(pg_url, names["service"])
         server = Server(
             url=url,
@@ -176,7 +184,7 @@ def measure(runner: asyncio.Runner, pg_url: str, runs: int, tmp: Path) -> dict[s
             extra_env={"THREADLINE_CONFIG": str(write_config(tmp / "longthread-project"))},
         )
         with server:
-            results["service"] = runner.run(service(server.base_url, runs))
+            results["service"] = runner.run(service(server.base_url, runs, delta))
         results["service_over_floor"] = ratios(results["service"], results["floor"])
     finally:
         for name in names.values():
@@ -189,13 +197,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", type=int, default=400, help="runs on the one thread (default 400)")
     p.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     p.add_argument("--out", type=Path, help="write the results here as JSON")
+    p.add_argument("--delta", action="store_true", help="the graph with a DeltaChannel list")
     args = p.parse_args(argv)
     if args.runs < 2 * EARLY:
         p.error(f"--runs must be at least {2 * EARLY}")
     tmp = Path(tempfile.mkdtemp(prefix="threadline-longthread-"))
     try:
         with asyncio.Runner() as runner:
-            results = measure(runner, args.pg_url, args.runs, tmp)
+            results = measure(runner, args.pg_url, args.runs, tmp, args.delta)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     text = json.dumps(results, indent=1)

@@ -122,6 +122,7 @@ def markdown(result: dict[str, Any]) -> str:
         ("checkpoints", checkpoints_markdown),
         ("resume", resume_markdown),
         ("longthread", longthread_markdown),
+        ("longthread_delta", longthread_markdown),
     ):
         if result.get(key):
             out += ["", render(result[key], result)]
@@ -467,8 +468,9 @@ def longthread_markdown(lt: dict[str, Any], result: dict[str, Any]) -> str:
         ("`GET .../state` at the end (ms)", "state_last_ms", None),
         ("`POST .../history` limit 10 at the end (ms)", "history_last_ms", None),
     ]
+    channel = lt.get("channel", "add_messages")
     out = [
-        "## A long thread",
+        f"## A long thread, `messages` as `{channel}`",
         "",
         f"{lt['runs']} runs of the chat graph (`bench/chat.py`, {lt['messages_per_run']} "
         f"messages a run, {svc['messages']} in the end) on one thread; the floor is the same "

@@ -7,14 +7,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bench import chat, longthread, report
 
 
-async def test_each_run_adds_its_twelve_messages() -> None:
-    graph = chat.builder().compile(checkpointer=InMemorySaver())
+@pytest.mark.parametrize("delta", [False, True], ids=["add_messages", "DeltaChannel"])
+async def test_each_run_adds_its_twelve_messages(delta: bool) -> None:
+    graph = chat.builder(delta).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
     await graph.ainvoke(chat.run_input(0), config)
     steps = [s.metadata["step"] async for s in graph.aget_state_history(config)]
@@ -29,12 +31,14 @@ async def test_each_run_adds_its_twelve_messages() -> None:
     assert isinstance(one[-1], AIMessage) and one[-1].content.startswith("Done: 5")
 
 
+@pytest.mark.parametrize("delta", [False, True], ids=["add_messages", "DeltaChannel"])
 def test_the_floor_and_the_service_side_by_side(
-    pg_admin_url: str, tmp_path: Path, clean_env: None
+    pg_admin_url: str, tmp_path: Path, clean_env: None, delta: bool
 ) -> None:
     runs = 2 * longthread.EARLY
     with asyncio.Runner() as runner:
-        result = longthread.measure(runner, pg_admin_url, runs, tmp_path)
+        result = longthread.measure(runner, pg_admin_url, runs, tmp_path, delta)
+    assert result["channel"] == ("DeltaChannel" if delta else "add_messages")
     for side in ("floor", "service"):
         assert result[side]["runs"] == runs
         assert result[side]["messages"] == runs * chat.MESSAGES_PER_RUN
