@@ -5,7 +5,7 @@
   authentication, the body limit): the SDK's own DNS-rebinding check is off, the Guard does it.
   The Guard's caller is put into the request's scope (:data:`CALLER_KEY`), since the SDK may run a
   handler in another task than the request's; ``acting_as`` (``api.http.mcp_context``, with the
-  result helpers, re-exported here) makes it the caller again there.
+  result helpers) makes it the caller again there.
 - The session managers are stateless (no ``Mcp-Session-Id``: any replica serves any request) and
   run by the app's lifespan (:func:`serve`). Clients of the 2026-07-28 revision and of the older,
   ``initialize``-handshake ones (2024-11-05 to 2025-11-25) are both served.
@@ -44,12 +44,10 @@ from starlette.types import Receive, Scope, Send
 from api.auth.context import caller
 from api.contract.runs import RunCreate
 from api.http import mcp_tasks
-from api.http.mcp_context import CALLER_KEY, Context, acting_as, error, request_scope, result
+from api.http.mcp_context import CALLER_KEY, Context, acting_as, error
 from api.http.mcp_task_state import TaskRef, call_of, load, run_outcome
 from api.platform.errors import ApiError
 from api.runs.service import Service
-
-__all__ = ["CALLER_KEY", "Context", "McpEndpoint", "acting_as", "error", "request_scope", "result"]
 
 Precheck = Callable[[Service, Scope], Awaitable[None]]
 
