@@ -45,14 +45,23 @@ _NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 odd one escapes the backslash before it: a string holding those six characters)."""
 
 
-def dumps(obj: Any) -> bytes:
-    try:
-        text = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:
-        text = json.dumps(obj).encode()
+def storable_dumps(obj: Any) -> bytes:
+    """JSON ``jsonb`` takes, in orjson's one pass (NaN and infinities as null, NUL as U+FFFD);
+    ``TypeError`` for what orjson cannot write (an integer past 64 bits, an unknown type)."""
+    text = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
     if b"\\u0000" in text:
         text = _NUL.sub(rb"\1\\ufffd", text)
     return text
+
+
+def dumps(obj: Any) -> bytes:
+    """The connections' writer: :func:`storable_dumps`, else ``json`` (which writes NaN as
+    ``NaN``, which ``jsonb`` refuses: a caller that may hold both runs ``storable`` first)."""
+    try:
+        return storable_dumps(obj)
+    except TypeError:
+        text = json.dumps(obj).encode()
+    return _NUL.sub(rb"\1\\ufffd", text) if b"\\u0000" in text else text
 
 
 async def configure(conn: AsyncConnection[Any]) -> None:

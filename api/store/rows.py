@@ -6,6 +6,8 @@ import math
 from datetime import datetime
 from typing import Any
 
+from api.platform import jsonb
+
 
 def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
@@ -44,6 +46,16 @@ def thread_out(row: dict[str, Any]) -> dict[str, Any]:
         "last_run": row.get("last_run"),
         "owner": row.get("owner"),
     }
+
+
+def storable_json(value: Any) -> bytes:
+    """``value`` as JSON that ``jsonb`` takes, as :func:`storable` makes it: in one pass when
+    orjson can write it (a long thread's values are its whole message list), else after the
+    walk (``api.platform.jsonb``)."""
+    try:
+        return jsonb.storable_dumps(value)
+    except TypeError:
+        return jsonb.dumps(storable(value))
 
 
 def storable(value: Any) -> Any:

@@ -8,11 +8,10 @@ from psycopg import AsyncConnection
 from psycopg.errors import UniqueViolation
 from psycopg.types.json import Jsonb
 
-from api.platform import jsonb
 from api.platform.serde import to_jsonable
 from api.platform.validation import check_metadata
 from api.store import thread_ttl
-from api.store.rows import thread_out
+from api.store.rows import storable_json, thread_out
 
 LAST_RUN = """
     (SELECT jsonb_build_object('run_id', r.run_id, 'status', r.status, 'attempt', r.attempt,
@@ -264,11 +263,10 @@ async def refresh_status(
 def state_columns(values: Any, interrupts: dict[str, Any] | None) -> dict[str, Jsonb | None]:
     """``values`` and ``interrupts`` parameters for a thread's row (None: left as they are).
     What the graph produced (model output, tool results) may hold NUL or NaN: written by
-    ``api.platform.jsonb.dumps``, which makes them storable as ``storable`` does, in one pass
-    (a long thread's values are its whole message list)."""
+    ``storable_json``, which makes them storable as ``storable`` does."""
     return {
-        "values": Jsonb(values, dumps=jsonb.dumps) if values is not None else None,
-        "interrupts": Jsonb(interrupts, dumps=jsonb.dumps) if interrupts is not None else None,
+        "values": Jsonb(values, dumps=storable_json) if values is not None else None,
+        "interrupts": Jsonb(interrupts, dumps=storable_json) if interrupts is not None else None,
     }
 
 

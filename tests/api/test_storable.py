@@ -5,6 +5,7 @@ back of a thread's values for its checks."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import psycopg
@@ -14,7 +15,7 @@ from psycopg.types.json import Jsonb
 from api.platform import jsonb
 from api.platform.database import migrate
 from api.store import threads
-from api.store.rows import storable
+from api.store.rows import storable, storable_json
 
 
 def test_nul_and_non_finite_numbers_are_made_storable(database_url: str) -> None:
@@ -69,3 +70,15 @@ async def test_a_run_check_reads_a_threads_values_without_their_lists(database_u
     assert {k: v for k, v in access.items() if k != "values"} == {
         k: v for k, v in whole.items() if k != "values"
     }
+
+
+def test_a_threads_values_are_stored_even_when_orjson_cannot_write_them(database_url: str) -> None:
+    """A run's end writes its thread's values with ``storable_json``: what orjson refuses (an
+    integer past 64 bits) goes through ``storable`` and ``json``, so a NaN beside it is still
+    null, never the ``NaN`` token ``jsonb`` refuses (which would fail the run's end)."""
+    values = {"big": 2**70, "x": math.nan, "s": "a\0b"}
+    params = threads.state_columns(values, None)
+    with psycopg.connect(database_url) as conn:
+        [(stored,)] = conn.execute("SELECT %s::jsonb", (params["values"],)).fetchall()
+    assert stored == {"big": 2**70, "x": None, "s": "a\ufffdb"}
+    assert json.loads(storable_json({"n": math.inf})) == {"n": None}
