@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.messages import AnyMessage, ToolCall
 from langgraph.channels import DeltaChannel
-from langgraph.graph.message import add_messages
+
+from agent.message_batches import add_messages_batch
 
 Status = Literal["running", "agent_done", "stuck", "budget_exceeded", "verified", "failed"]
 
@@ -40,15 +40,6 @@ class Verdict(TypedDict):
     passed: bool
     exit_code: int | None
     output: str
-
-
-def add_messages_batch(left: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
-    """``add_messages`` folded over a batch of writes, the reducer shape ``DeltaChannel`` calls
-    (``reducer(state, [write, ...])``); a fold is batching-invariant by construction."""
-    merged: Any = left
-    for right in writes:
-        merged = add_messages(merged, right)
-    return list(merged)
 
 
 class DirectCall(TypedDict, total=False):

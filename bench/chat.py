@@ -18,28 +18,19 @@ Serve it from a ``langgraph.json`` as ``"./chat.py:graph"`` or ``"./chat.py:delt
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.channels import DeltaChannel
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.graph.message import add_messages
+
+from agent.message_batches import add_messages_batch
 
 GRAPH_ID = "chat"
 DELTA_GRAPH_ID = "chat_delta"
 ROUNDS = 5
 MESSAGES_PER_RUN = 2 + 2 * ROUNDS
 SUPERSTEPS = 2 * ROUNDS + 1
-
-
-def add_messages_batch(left: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
-    """``add_messages`` folded over a batch of writes: the reducer shape ``DeltaChannel`` calls,
-    batching-invariant by construction."""
-    merged: Any = left
-    for right in writes:
-        merged = add_messages(merged, right)
-    return list(merged)
 
 
 class DeltaMessages(TypedDict):

@@ -51,6 +51,7 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 
+from agent.message_batches import add_messages_batch
 from api.builtin_agent.wiring import agent_tools
 from api.durable.compaction import compact_thread
 from api.durable.saver import PooledSaver
@@ -63,19 +64,6 @@ PATHS = (".", "./", "./.")
 """``list_files`` arguments, cycled: the same call three times in a row would stop the agent as
 stuck."""
 VARIANTS = ("baseline", "delta", "prune", "compact")
-
-
-def add_messages_batch(left: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
-    """``add_messages`` folded over a batch of writes: the reducer shape ``DeltaChannel`` calls
-    (``reducer(state, [write, ...])``); a fold is batching-invariant by construction. Message ids
-    are stable across reloads because LangGraph gives messages their ids before it saves the
-    writes (checked: ``ids_stable`` in the results)."""
-    from langgraph.graph.message import add_messages
-
-    merged: Any = left
-    for right in writes:
-        merged = add_messages(merged, right)
-    return list(merged)
 
 
 def delta_state(snapshot_frequency: int) -> type:
