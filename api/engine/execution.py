@@ -26,6 +26,7 @@ from api.durable.run_memory import run_configurable as saver_configurable
 from api.durable.saver import PooledSaver
 from api.durable.stream_modes import event_name, event_names
 from api.durable.takeover import TakeoverDedupe
+from api.engine.final_state import LastCheckpoint
 from api.engine.rollback import roll_back, rolled_back
 from api.engine.run_context import run_context, run_input
 from api.engine.run_outcome import ending, stalled_message
@@ -61,13 +62,6 @@ def auth_config(user: dict[str, Any] | None) -> dict[str, Any]:
         "langgraph_auth_user_id": who.identity,
         "langgraph_auth_permissions": list(who.permissions),
     }
-
-
-def _latest(config: RunnableConfig) -> RunnableConfig:
-    configurable = {
-        k: v for k, v in (config.get("configurable") or {}).items() if k != "checkpoint_id"
-    }
-    return cast(RunnableConfig, {**config, "configurable": configurable})
 
 
 @dataclass
@@ -179,6 +173,7 @@ class Executor:
                 checkpoint_events, self.runtime.graphs[gid], no_checkpoint=run.no_checkpoint
             )
         )
+        watch = LastCheckpoint(graph_modes(kwargs.get("stream_mode") or ["values"]))
         try:
             graph = await held.enter_async_context(self.runtime.run_graph(gid, config, context))
             try:
@@ -187,7 +182,7 @@ class Executor:
                     run_input(kwargs),
                     config,
                     context=context,
-                    stream_mode=cast(Any, graph_modes(kwargs.get("stream_mode") or ["values"])),
+                    stream_mode=cast(Any, watch.stream_modes()),
                     subgraphs=subgraphs,
                     # The graph's output schema, as LangGraph Server streams it: not the
                     # private channels a graph keeps (LangChain's middleware bookkeeping).
@@ -199,6 +194,8 @@ class Executor:
                     parts = cast(tuple[Any, ...], item)
                     ns: tuple[str, ...] = parts[0] if subgraphs else ()
                     mode, chunk = parts[-2:]
+                    if not watch.passes(mode, ns, chunk):
+                        continue
                     event = event_name(mode, ns)
                     if not ns:
                         steps.feed(mode, chunk)
@@ -209,8 +206,7 @@ class Executor:
                     await emitter.emit(event, chunk)
             finally:  # the input checkpoint, if no later one took it along (api.durable.saver)
                 await self.runtime.saver.release(thread_id)
-            # The thread's latest state (not the checkpoint a fork started from).
-            state = await graph.aget_state(_latest(config))
+            state = await watch.state(graph, config)
         except LostRun:
             raise
         except Exception as err:

@@ -1,0 +1,73 @@
+"""The thread's state at the end of an attempt, taken from the attempt's own stream when it can be.
+
+A run's end needs the thread's latest values (the thread's ``values``, the webhook) and whether
+it stopped at an interrupt or with tasks left (``api.engine.run_outcome.ending``). Reading them
+with ``graph.aget_state`` loads the latest checkpoint again: on a long thread that is the whole
+history deserialized a second time (and, for a ``DeltaChannel``, replayed again), which is most
+of what a run on such a thread costs beyond LangGraph alone.
+
+So the attempt also streams LangGraph's ``checkpoints`` mode, and keeps the root graph's last
+one: the values LangGraph read from its channels when it saved its last checkpoint (the same
+``read_channels`` over the same keys ``aget_state`` reads), with the tasks left. When that
+checkpoint has no task left, the graph reached its end and nothing can be pending, so that is
+the state. Otherwise (an interrupt, a breakpoint, tasks left: what happened after that
+checkpoint lives in its pending writes) or when the attempt saved no checkpoint (a takeover of a
+run whose graph had already ended, a run without a checkpointer), the state is read as before.
+The ``checkpoints`` chunks are stored and sent only when the client asked for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+
+WATCHED = "checkpoints"
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What the run's end reads of a ``StateSnapshot``, for a graph that reached its end."""
+
+    values: Any
+    config: RunnableConfig
+    next: tuple[str, ...] = ()
+    tasks: tuple[Any, ...] = ()
+    interrupts: tuple[Any, ...] = field(default=())
+
+
+def latest(config: RunnableConfig) -> RunnableConfig:
+    """``config`` naming its thread's latest checkpoint."""
+    configurable = {
+        k: v for k, v in (config.get("configurable") or {}).items() if k != "checkpoint_id"
+    }
+    return cast(RunnableConfig, {**config, "configurable": configurable})
+
+
+class LastCheckpoint:
+    """Watches an attempt's stream for its root graph's last checkpoint."""
+
+    def __init__(self, modes: list[str]) -> None:
+        self.modes = modes
+        self.last: dict[str, Any] | None = None
+
+    def stream_modes(self) -> list[str]:
+        """The modes to run the graph with: the run's, and ``checkpoints``."""
+        return self.modes if WATCHED in self.modes else [*self.modes, WATCHED]
+
+    def passes(self, mode: str, namespace: tuple[str, ...], chunk: Any) -> bool:
+        """Notes a root checkpoint; whether the chunk is one the run streams."""
+        if mode == WATCHED and not namespace and isinstance(chunk, dict):
+            self.last = chunk
+        return mode in self.modes
+
+    async def state(self, graph: Any, config: RunnableConfig) -> Any:
+        """The thread's latest state (not the checkpoint a fork of the run's ``config`` started
+        from): the last checkpoint's when the graph ended there."""
+        last = self.last
+        if last is not None and not last.get("next") and not last.get("tasks"):
+            state: Any = Finished(values=last.get("values"), config=last["config"])
+        else:
+            state = await graph.aget_state(latest(config))
+        return state
