@@ -26,7 +26,7 @@ from langgraph.checkpoint.serde.types import ERROR
 from psycopg import AsyncConnection
 
 from api.durable.run_memory import EventsBarrier, HeldCheckpoint, LastWritten, StepEvents, saver_run
-from api.durable.saver_pool import SaverPool
+from api.durable.saver_pool import DEFAULT_DELTA_CACHE_ITEMS, SaverPool
 from api.durable.stream_modes import caught_up
 from api.durable.task_writes import PendingWrites, WriteBuffer
 from api.platform.database import Pool, run_to_completion
@@ -63,9 +63,16 @@ class PooledSaver(SaverPool):
     """
 
     def __init__(
-        self, pool: Pool, *, concurrency: int, serde: SerializerProtocol | None = None
+        self,
+        pool: Pool,
+        *,
+        concurrency: int,
+        serde: SerializerProtocol | None = None,
+        delta_cache_items: int = DEFAULT_DELTA_CACHE_ITEMS,
     ) -> None:
-        super().__init__(pool, concurrency=concurrency, serde=serde)
+        super().__init__(
+            pool, concurrency=concurrency, serde=serde, delta_cache_items=delta_cache_items
+        )
         self.writes = WriteBuffer(self._connection, self.release)
         """Task writes waiting for their thread's next checkpoint (``api.durable.task_writes``)."""
         self.held: dict[str, HeldCheckpoint] = {}

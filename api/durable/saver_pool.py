@@ -30,8 +30,13 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection
 
+from api.durable.delta_cache import DeltaCache
+from api.durable.run_memory import delta_channels
 from api.platform.database import Pool
+from api.platform.metrics import DELTA_CACHE_READS
 from api.store.checkpoint_tables import check_version
+
+DEFAULT_DELTA_CACHE_ITEMS = 200_000
 
 
 class SaverPool(AsyncPostgresSaver):
@@ -40,10 +45,17 @@ class SaverPool(AsyncPostgresSaver):
     subclass's own statements included (:meth:`_connection`)."""
 
     def __init__(
-        self, pool: Pool, *, concurrency: int, serde: SerializerProtocol | None = None
+        self,
+        pool: Pool,
+        *,
+        concurrency: int,
+        serde: SerializerProtocol | None = None,
+        delta_cache_items: int = DEFAULT_DELTA_CACHE_ITEMS,
     ) -> None:
         super().__init__(pool, serde=serde)
         self.pool = pool
+        self.delta_cache = DeltaCache(delta_cache_items)
+        """Delta channel values at threads' latest checkpoints (``api.durable.delta_cache``)."""
         self.concurrency = concurrency
         self.slots = asyncio.Semaphore(concurrency)
         """Calls that may hold a connection at once (a share of the pool)."""
@@ -131,14 +143,35 @@ class SaverPool(AsyncPostgresSaver):
             if target is None:
                 return {channel: {"writes": []} for channel in channels}
             config = target.config
+        configurable = config.get("configurable") or {}
+        if not configurable.get("checkpoint_ns") and (checkpoint_id := get_checkpoint_id(config)):
+            thread_id = str(configurable["thread_id"])
+            kept = self.delta_cache.history(thread_id, checkpoint_id, channels)
+            DELTA_CACHE_READS.labels(result="miss" if kept is None else "hit").inc()
+            if kept is not None:
+                return kept
         async with self.stock() as saver:
             return await saver.aget_delta_channel_history(config=config, channels=channels)
 
+    def remember_state(self, graph: Any, state: Any) -> None:
+        """Keep the delta channel values of ``state``, a root ``StateSnapshot`` (or what a run's
+        end has of one) at its checkpoint, for the next read of it (``api.durable.delta_cache``)."""
+        configurable = (getattr(state, "config", None) or {}).get("configurable") or {}
+        checkpoint_id = configurable.get("checkpoint_id")
+        if not checkpoint_id or configurable.get("checkpoint_ns"):
+            return
+        values = state.values if isinstance(state.values, dict) else {}
+        kept = {name: values[name] for name in delta_channels(graph) if name in values}
+        self.delta_cache.remember(str(configurable["thread_id"]), checkpoint_id, kept)
+
     async def adelete_thread(self, thread_id: str) -> None:
+        self.delta_cache.forget(thread_id)
         async with self.stock() as saver:
             await saver.adelete_thread(thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        for thread_id in thread_ids:
+            self.delta_cache.forget(str(thread_id))
         async with self.stock() as saver:
             await saver.aprune(thread_ids, strategy=strategy)
 

@@ -14,6 +14,9 @@ the state. Otherwise (an interrupt, a breakpoint, tasks left: what happened afte
 checkpoint lives in its pending writes) or when the attempt saved no checkpoint (a takeover of a
 run whose graph had already ended, a run without a checkpointer), the state is read as before.
 The ``checkpoints`` chunks are stored and sent only when the client asked for them.
+
+Either way, the state's delta channel values are kept in memory for the next read of that
+checkpoint (``api.durable.delta_cache``): the next run on the thread starts from them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
+
+from api.durable.saver_pool import SaverPool
 
 WATCHED = "checkpoints"
 
@@ -64,10 +69,15 @@ class LastCheckpoint:
 
     async def state(self, graph: Any, config: RunnableConfig) -> Any:
         """The thread's latest state (not the checkpoint a fork of the run's ``config`` started
-        from): the last checkpoint's when the graph ended there."""
+        from): the last checkpoint's when the graph ended there. Its
+        delta channel values are kept for the next read of that checkpoint (the next run's
+        start, a state read: ``api.durable.delta_cache``)."""
         last = self.last
         if last is not None and not last.get("next") and not last.get("tasks"):
             state: Any = Finished(values=last.get("values"), config=last["config"])
         else:
             state = await graph.aget_state(latest(config))
+        saver = getattr(graph, "checkpointer", None)
+        if isinstance(saver, SaverPool):
+            saver.remember_state(graph, state)
         return state

@@ -95,7 +95,11 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         ) as pool,
         open_store(pool, store_config) as store,
     ):
-        saver = PooledSaver(pool, concurrency=saver_concurrency(settings.pool_max_size))
+        saver = PooledSaver(
+            pool,
+            concurrency=saver_concurrency(settings.pool_max_size),
+            delta_cache_items=settings.delta_cache_items,
+        )
         await prepare_schema(pool, saver, store)
         await start_store(store, pool)
         runtime = Runtime(settings=settings, database=database, pool=pool, saver=saver, store=store)

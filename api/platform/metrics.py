@@ -72,6 +72,13 @@ SSE_CLIENTS = Gauge(
     "SSE streams open on this process",
     registry=None,
 )
+DELTA_CACHE_READS = Counter(
+    "threadline_delta_cache_reads",
+    "Reads of a root checkpoint's DeltaChannel values: served from the values a run's end kept "
+    "in memory (hit) or rebuilt from storage (miss)",
+    ["result"],
+    registry=None,
+)
 
 PROCESS_METRICS = (
     CLAIM_DELAY,
@@ -81,6 +88,7 @@ PROCESS_METRICS = (
     EVENT_WRITE_SECONDS,
     STEP_SECONDS,
     SSE_CLIENTS,
+    DELTA_CACHE_READS,
 )
 
 

@@ -99,6 +99,11 @@ class Settings(BaseSettings):
     """``all``: every step's checkpoint stays (history, time travel), as in LangGraph's server.
     ``latest``: when a run ends ``success``, only the thread's latest checkpoint is kept, with a
     full snapshot of its messages (``api.durable.compaction``); the history then starts there."""
+    delta_cache_items: int = Field(200_000, ge=0)
+    """List items (messages) of ``DeltaChannel`` values this process keeps in memory at their
+    threads' latest checkpoints after a run, so the next run or state read of a long
+    conversation does not rebuild them from storage (``api.durable.delta_cache``); the threads
+    used longest ago are dropped first. ``0``: keep none."""
 
     webhook_allow_private: bool = False
     """Let run webhooks call loopback (``localhost``, 127.0.0.0/8, ::1) and private networks
