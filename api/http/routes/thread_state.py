@@ -25,9 +25,11 @@ from api.contract.threads import (
     ThreadCount,
     ThreadStateSelected,
 )
+from api.durable.saver_pool import SaverPool
 from api.http.checked_route import CheckedRoute, ThreadId
 from api.http.deps import ServiceDep
 from api.http.error_responses import responses
+from api.http.json_response import json_answer
 from api.http.routes.threads import SelectQuery, state_out
 from api.http.state_select import selected
 from api.platform.errors import Conflict, Invalid, NotFound
@@ -62,9 +64,10 @@ async def state_at(
     graph = svc.graph(await svc.assistant_of(thread_id))
     await existing(svc, thread_id, config)
     try:
-        return selected(state_out(await graph.aget_state(config, subgraphs=subgraphs)), select)
+        state = selected(state_out(await graph.aget_state(config, subgraphs=subgraphs)), select)
     except ValueError as err:  # e.g. a namespace that names no subgraph
         raise Invalid(f"Invalid request: checkpoint: {err}") from None
+    return json_answer(state)
 
 
 @router.post("/threads/count", response_model=int, responses=responses(413, 422))
@@ -135,6 +138,8 @@ async def update_state(thread_id: ThreadId, body: StateUpdate, svc: ServiceDep) 
             raise Invalid(f"Invalid request: the state update was refused: {err}") from None
         state = await graph.aget_state(saved)
         await threads.refresh_from_state(conn, thread_id, state)
+    if isinstance(graph.checkpointer, SaverPool):  # the next run starts from it
+        graph.checkpointer.remember_state(graph, state)
     c = saved["configurable"]
     return {
         "checkpoint": {

@@ -28,6 +28,7 @@ from api.durable.compaction import ThreadBusy, compact_thread
 from api.http.checked_route import CheckedRoute, ThreadId
 from api.http.deps import ServiceDep
 from api.http.error_responses import responses
+from api.http.json_response import json_answer
 from api.http.state_select import selected
 from api.platform.errors import Conflict, Invalid, NotFound
 from api.platform.serde import to_jsonable
@@ -72,9 +73,10 @@ def _checkpoint(config: Any) -> dict[str, Any] | None:
 
 
 def state_out(snap: StateSnapshot) -> dict[str, Any]:
-    """A LangGraph ``StateSnapshot`` in the SDK's ``ThreadState`` shape."""
+    """A LangGraph ``StateSnapshot`` in the SDK's ``ThreadState`` shape, for ``json_answer``
+    (its values and task results are written by it, as they are)."""
     return {
-        "values": to_jsonable(snap.values),
+        "values": snap.values,
         "next": list(snap.next),
         "checkpoint": _checkpoint(snap.config),
         "metadata": to_jsonable(snap.metadata),
@@ -92,7 +94,7 @@ def state_out(snap: StateSnapshot) -> dict[str, Any]:
                 if t.state is not None and not isinstance(t.state, StateSnapshot)
                 else None,
                 "state": state_out(t.state) if isinstance(t.state, StateSnapshot) else None,
-                "result": to_jsonable(t.result),
+                "result": t.result,
             }
             for t in snap.tasks
         ],
@@ -221,7 +223,7 @@ async def get_state(
 ) -> Any:
     """The current state: values, ``next``, tasks and pending interrupts; ``subgraphs``: each
     task paused in a subgraph with that subgraph's state; ``select``: only these fields."""
-    return selected(state_out(await svc.state(thread_id, subgraphs=subgraphs)), select)
+    return json_answer(selected(state_out(await svc.state(thread_id, subgraphs=subgraphs)), select))
 
 
 @router.post(
@@ -251,4 +253,4 @@ async def get_history(thread_id: ThreadId, body: HistoryQuery, svc: ServiceDep) 
             out.append(selected(state_out(snap), body.select))
     except ValueError as err:  # e.g. a checkpoint_ns that names no subgraph
         raise Invalid(f"Invalid request: {err}") from None
-    return out
+    return json_answer(out)
