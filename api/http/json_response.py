@@ -19,7 +19,6 @@ from starlette.responses import Response
 
 from api.platform.serde import json_default, to_jsonable
 
-
 _OPTIONS = (
     orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 )
