@@ -154,8 +154,10 @@ class SaverPool(AsyncPostgresSaver):
             return await saver.aget_delta_channel_history(config=config, channels=channels)
 
     def remember_state(self, graph: Any, state: Any) -> None:
-        """Keep the delta channel values of ``state``, a root ``StateSnapshot`` (or what a run's
-        end has of one) at its checkpoint, for the next read of it (``api.durable.delta_cache``)."""
+        """Keep the delta channel values of ``state`` at its root checkpoint, for the next read
+        of it (``api.durable.delta_cache``). ``state`` must be the checkpoint's own values, with
+        no pending write applied: what a graph that reached its end had when it saved it, not
+        what ``aget_state`` answers for a paused thread."""
         configurable = (getattr(state, "config", None) or {}).get("configurable") or {}
         checkpoint_id = configurable.get("checkpoint_id")
         if not checkpoint_id or configurable.get("checkpoint_ns"):

@@ -15,8 +15,9 @@ checkpoint lives in its pending writes) or when the attempt saved no checkpoint 
 run whose graph had already ended, a run without a checkpointer), the state is read as before.
 The ``checkpoints`` chunks are stored and sent only when the client asked for them.
 
-Either way, the state's delta channel values are kept in memory for the next read of that
-checkpoint (``api.durable.delta_cache``): the next run on the thread starts from them.
+A graph that reached its end has its delta channel values kept in memory for the next read of
+that checkpoint (``api.durable.delta_cache``): the next run on the thread starts from them. A
+paused one's are not: what ``aget_state`` answers for it includes the pending writes.
 """
 
 from __future__ import annotations
@@ -69,14 +70,16 @@ class LastCheckpoint:
 
     async def state(self, graph: Any, config: RunnableConfig) -> Any:
         """The thread's latest state (not the checkpoint a fork of the run's ``config`` started
-        from): the last checkpoint's when the graph ended there. Its
-        delta channel values are kept for the next read of that checkpoint (the next run's
-        start, a state read: ``api.durable.delta_cache``)."""
+        from): the last checkpoint's when the graph ended there, and then its delta channel
+        values are kept for the next read of that checkpoint (the next run's start, a state
+        read: ``api.durable.delta_cache``)."""
         last = self.last
-        if last is not None and not last.get("next") and not last.get("tasks"):
-            state: Any = Finished(values=last.get("values"), config=last["config"])
-        else:
-            state = await graph.aget_state(latest(config))
+        if last is None or last.get("next") or last.get("tasks"):
+            # Not kept: a paused thread's state has its checkpoint's pending writes applied
+            # (tasks that finished beside the interrupted one, writes of no task), so it is not
+            # the checkpoint's own value; a later read would apply them twice.
+            return await graph.aget_state(latest(config))
+        state = Finished(values=last.get("values"), config=last["config"])
         saver = getattr(graph, "checkpointer", None)
         if isinstance(saver, SaverPool):
             saver.remember_state(graph, state)

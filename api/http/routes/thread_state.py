@@ -25,7 +25,6 @@ from api.contract.threads import (
     ThreadCount,
     ThreadStateSelected,
 )
-from api.durable.saver_pool import SaverPool
 from api.http.checked_route import CheckedRoute, ThreadId
 from api.http.deps import ServiceDep
 from api.http.error_responses import responses
@@ -138,8 +137,6 @@ async def update_state(thread_id: ThreadId, body: StateUpdate, svc: ServiceDep) 
             raise Invalid(f"Invalid request: the state update was refused: {err}") from None
         state = await graph.aget_state(saved)
         await threads.refresh_from_state(conn, thread_id, state)
-    if isinstance(graph.checkpointer, SaverPool):  # the next run starts from it
-        graph.checkpointer.remember_state(graph, state)
     c = saved["configurable"]
     return {
         "checkpoint": {
