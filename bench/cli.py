@@ -126,9 +126,16 @@ def parser() -> argparse.ArgumentParser:
         help="longthread: runs on one thread (default 400; 60 with --quick)",
     )
     p.add_argument(
+        "--longthread-graph",
+        choices=(*longthread.GRAPHS, "both"),
+        default="both",
+        help="longthread: the chat graph (bench/chat.py), the built-in agent (a counter task a "
+        "run), or both (default)",
+    )
+    p.add_argument(
         "--longthread-delta",
         action="store_true",
-        help="longthread: also the graph whose messages are a DeltaChannel",
+        help="longthread: also the chat graph whose messages are a DeltaChannel",
     )
     p.add_argument(
         "--pg-url",
@@ -286,12 +293,11 @@ def main(argv: list[str] | None = None) -> None:
             if "longthread" in sections:
                 t0 = time.perf_counter()
                 runs = args.longthread_runs or (60 if args.quick else 400)
-                say(f"bench: a long thread, {runs} runs of the chat graph, floor then service")
-                result["longthread"] = longthread.measure(runner, args.pg_url, runs, tmp)
-                if args.longthread_delta:
-                    result["longthread_delta"] = longthread.measure(
-                        runner, args.pg_url, runs, tmp, delta=True
-                    )
+                chosen = longthread.chosen(args.longthread_graph, args.longthread_delta)
+                say(f"bench: a long thread, {runs} runs on one thread: {', '.join(chosen)}")
+                result["longthread"] = longthread.measure(
+                    runner, args.pg_url, runs, tmp, chosen, say=say
+                )
                 timings["longthread"] = time.perf_counter() - t0
             if args.profile and urls:
                 result["profile"] = profile(

@@ -122,7 +122,7 @@ def markdown(result: dict[str, Any]) -> str:
         ("checkpoints", checkpoints_markdown),
         ("resume", resume_markdown),
         ("longthread", longthread_markdown),
-        ("longthread_delta", longthread_markdown),
+        ("longthread_delta", longthread_markdown),  # results written before 2026-12-06
     ):
         if result.get(key):
             out += ["", render(result[key], result)]
@@ -459,31 +459,62 @@ def resume_markdown(res: dict[str, Any], result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _longthread_cell(w: dict[str, Any], key: str) -> str:
+    """``floor / threadline (threadline ÷ floor)`` of one figure of a long-thread workload."""
+    ratio_value = w["service_over_floor"].get(key.removesuffix("_ms"))
+    return f"{w['floor'][key]} / {w['service'][key]} ({_fmt(ratio_value, 2)})"
+
+
+LONGTHREAD_LABELS = {
+    "chat": "chat graph, `add_messages`",
+    "chat_delta": "chat graph, `DeltaChannel`",
+    "agent": "built-in agent, `counter` task",
+}
+
+
 def longthread_markdown(lt: dict[str, Any], result: dict[str, Any]) -> str:
-    """A long thread (``bench/longthread.py``): the service beside the floor, growth as ratios."""
-    floor, svc, over = lt["floor"], lt["service"], lt["service_over_floor"]
-    rows = [
-        ("a run, at the start (ms)", "run_first_ms", "run_first"),
-        ("a run, at the end (ms)", "run_last_ms", "run_last"),
-        ("`GET .../state` at the end (ms)", "state_last_ms", None),
-        ("`POST .../history` limit 10 at the end (ms)", "history_last_ms", None),
-    ]
-    channel = lt.get("channel", "add_messages")
+    """A long thread (``bench/longthread.py``): a row per workload, the service beside the
+    floor, growth as ratios."""
+    # Results written before the agent's workload hold one chat graph's figures at the top.
+    workloads = lt.get("workloads") or {
+        "chat_delta" if lt.get("channel") == "DeltaChannel" else "chat": lt
+    }
     out = [
-        f"## A long thread, `messages` as `{channel}`",
+        "## A long thread",
         "",
-        f"{lt['runs']} runs of the chat graph (`bench/chat.py`, {lt['messages_per_run']} "
-        f"messages a run, {svc['messages']} in the end) on one thread; the floor is the same "
-        "graph on LangGraph's `AsyncPostgresSaver` in-process. *start* / *end*: the median of "
-        "the first / last 10 runs; reads: median of 5.",
+        f"{lt['runs']} runs on one thread per workload: the chat graph (`bench/chat.py`, 12 "
+        "messages a run, no work in its nodes) and the built-in agent (a `counter` task a run, "
+        "n=5: 11 messages, 5 tool subprocesses and the acceptance check; its context compaction "
+        "keeps the list bounded). The floor is the same graph on LangGraph's "
+        "`AsyncPostgresSaver` in-process. *start* / *end*: the median of the first / last "
+        f"{lt.get('early', 10)} runs; reads: median of {lt.get('reads', 5)}, after the last run. "
+        "Each cell: floor / threadline (threadline ÷ floor; growth: floor / threadline).",
         "",
-        "| | floor | threadline | threadline ÷ floor |",
-        "|---|---|---|---|",
+        "| workload | messages at the end | a run at the start (ms) | a run at the end (ms) | "
+        "growth of a run, end ÷ start | `GET .../state` (ms) | `POST .../history` limit 10 "
+        "(ms) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for label, key, ratio_key in rows:
-        ratio_value = over.get(ratio_key) if ratio_key else over.get(key.removesuffix("_ms"))
-        out.append(f"| {label} | {floor[key]} | {svc[key]} | {_fmt(ratio_value, 2)} |")
-    out.append(f"| growth of a run, end ÷ start | {floor['run_growth']} | {svc['run_growth']} | |")
+    checked = []
+    for name, w in workloads.items():
+        floor, svc = w["floor"], w["service"]
+        messages = str(svc["messages"])
+        if floor["messages"] != svc["messages"]:
+            messages = f"{floor['messages']} / {svc['messages']}"
+        if svc.get("compactions") or floor.get("compactions"):
+            messages += f" ({floor['compactions']} / {svc['compactions']} compactions)"
+        label = LONGTHREAD_LABELS.get(name, name)
+        cells = [_longthread_cell(w, k) for k in ("run_first_ms", "run_last_ms")]
+        cells.append(f"{floor['run_growth']} / {svc['run_growth']}")
+        cells += [_longthread_cell(w, k) for k in ("state_last_ms", "history_last_ms")]
+        out.append(f"| {label} | {messages} | " + " | ".join(cells) + " |")
+        if "verified_runs" in svc:
+            checked.append(
+                f"{label}: {floor['verified_runs']} / {svc['verified_runs']} of "
+                f"{svc['runs']} runs passed their acceptance check (floor / threadline)."
+            )
+    if checked:
+        out += ["", *checked]
     return "\n".join(out)
 
 
