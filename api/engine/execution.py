@@ -276,7 +276,7 @@ class Executor:
             "status": status,
             "error": error,
             "after": "interrupted" if interrupted else ("error" if status == "error" else "idle"),
-            "values": to_jsonable(values) if values else None,
+            "values": values or None,  # written by store.rows.storable_json, messages as they are
             "interrupts": to_jsonable(interrupts) if interrupts is not None else None,
         }
         ends["hook"] = await hook_outcome(self.runtime, run, status, error, values, failure)

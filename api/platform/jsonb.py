@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -45,10 +46,20 @@ _NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 odd one escapes the backslash before it: a string holding those six characters)."""
 
 
-def storable_dumps(obj: Any) -> bytes:
+_WITH_DEFAULT = (
+    orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+)
+
+
+def storable_dumps(obj: Any, default: Callable[[Any], Any] | None = None) -> bytes:
     """JSON ``jsonb`` takes, in orjson's one pass (NaN and infinities as null, NUL as U+FFFD);
-    ``TypeError`` for what orjson cannot write (an integer past 64 bits, an unknown type)."""
-    text = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
+    ``TypeError`` for what orjson cannot write (an integer past 64 bits, an unknown type).
+    ``default``: writes what orjson does not (``api.platform.serde.json_default``), dataclasses
+    and dates included."""
+    if default is None:
+        text = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
+    else:
+        text = orjson.dumps(obj, default=default, option=_WITH_DEFAULT)
     if b"\\u0000" in text:
         text = _NUL.sub(rb"\1\\ufffd", text)
     return text

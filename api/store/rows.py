@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from api.platform import jsonb
+from api.platform.serde import json_default, to_jsonable
 
 
 def iso(value: datetime | None) -> str | None:
@@ -49,13 +50,14 @@ def thread_out(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def storable_json(value: Any) -> bytes:
-    """``value`` as JSON that ``jsonb`` takes, as :func:`storable` makes it: in one pass when
-    orjson can write it (a long thread's values are its whole message list), else after the
-    walk (``api.platform.jsonb``)."""
+    """``value`` (JSON data, or a graph's values: messages and what ``to_jsonable`` takes) as
+    JSON that ``jsonb`` takes, as :func:`storable` makes it: in one pass when orjson can write
+    it, each message as pydantic's JSON (a long thread's values are its whole message list),
+    else after ``to_jsonable`` and the walk (``api.platform.jsonb``)."""
     try:
-        return jsonb.storable_dumps(value)
+        return jsonb.storable_dumps(value, default=json_default)
     except TypeError:
-        return jsonb.dumps(storable(value))
+        return jsonb.dumps(storable(to_jsonable(value)))
 
 
 def storable(value: Any) -> Any:

@@ -9,11 +9,14 @@ import json
 import math
 
 import psycopg
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.types import Interrupt
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from api.platform import jsonb
 from api.platform.database import migrate
+from api.platform.serde import to_jsonable
 from api.store import threads
 from api.store.rows import storable, storable_json
 
@@ -82,3 +85,31 @@ def test_a_threads_values_are_stored_even_when_orjson_cannot_write_them(database
         [(stored,)] = conn.execute("SELECT %s::jsonb", (params["values"],)).fetchall()
     assert stored == {"big": 2**70, "x": None, "s": "a\ufffdb"}
     assert json.loads(storable_json({"n": math.inf})) == {"n": None}
+
+
+def test_a_graphs_values_are_stored_as_their_json_copy_would_be(database_url: str) -> None:
+    """A run's end hands its graph's values as they are (messages, interrupts, ...):
+    ``storable_json`` writes each message as pydantic's JSON, in one pass, and what it stores is
+    what the ``to_jsonable`` copy stored; NUL and NaN inside a message are made storable too,
+    and a value orjson cannot write goes through the copy."""
+    message = AIMessage(
+        content="a\0b",
+        id="m1",
+        tool_calls=[{"name": "f", "args": {"x": math.nan, "y": [1, "z"]}, "id": "c"}],
+    )
+    values = {
+        "messages": [HumanMessage(content="hi", id="h"), message],
+        "pending": (Interrupt(value={"q": "go?"}, id="i"),),
+        "tags": {"t"},
+    }
+    with psycopg.connect(database_url) as conn:
+        stored = [
+            conn.execute("SELECT %s::jsonb", (threads.state_columns(v, None)["values"],)).fetchone()
+            for v in (values, to_jsonable(values), {**values, "big": 2**70})
+        ]
+    assert stored[0] == stored[1]
+    assert stored[2] == ({**stored[1][0], "big": 2**70},)
+    as_json = stored[0][0]
+    assert as_json["messages"][1]["content"] == "a\ufffdb"
+    assert as_json["messages"][1]["tool_calls"][0]["args"] == {"x": None, "y": [1, "z"]}
+    assert as_json["pending"] == [{"id": "i", "value": {"q": "go?"}}]
