@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from api.platform.settings import Settings
-from bench import direct, longthread, pg, report, service, throughput, workloads
+from bench import direct, longthread, pg, report, request_floor, service, throughput, workloads
 from bench.lgdev import find as find_langgraph
 from bench.lgdev import version_of
 from bench.throughput import runs_for
@@ -31,7 +31,7 @@ does (the floor's pool gets the same size)."""
 RESULTS = Path(__file__).parent / "results"
 
 
-SECTIONS = ("throughput", "eventlog", "checkpoints", "resume", "longthread")
+SECTIONS = ("throughput", "eventlog", "checkpoints", "resume", "longthread", "requestfloor")
 
 
 def _levels(text: str) -> list[int]:
@@ -131,6 +131,12 @@ def parser() -> argparse.ArgumentParser:
         default="both",
         help="longthread: the chat graph (bench/chat.py), the built-in agent (a counter task a "
         "run), or both (default)",
+    )
+    p.add_argument(
+        "--requestfloor-runs",
+        type=int,
+        default=None,
+        help="requestfloor: rounds of what one HTTP request costs (default 200; 30 with --quick)",
     )
     p.add_argument(
         "--longthread-delta",
@@ -299,6 +305,15 @@ def main(argv: list[str] | None = None) -> None:
                     runner, args.pg_url, runs, tmp, chosen, say=say
                 )
                 timings["longthread"] = time.perf_counter() - t0
+            if "requestfloor" in sections:
+                t0 = time.perf_counter()
+                rounds = args.requestfloor_runs or (30 if args.quick else 200)
+                say(f"bench: what one HTTP request costs, {rounds} rounds (bench/request_floor.py)")
+                options = ["--runs", str(rounds), "--pg-url", args.pg_url]
+                result["requestfloor"] = request_floor.measure(
+                    request_floor.parser().parse_args(options)
+                )
+                timings["requestfloor"] = time.perf_counter() - t0
             if args.profile and urls:
                 result["profile"] = profile(
                     runner, args, urls, tmp, server_log, workers, max(levels), warmup

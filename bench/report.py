@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench import request_floor
+
 
 def ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or b == 0:
@@ -123,6 +125,7 @@ def markdown(result: dict[str, Any]) -> str:
         ("resume", resume_markdown),
         ("longthread", longthread_markdown),
         ("longthread_delta", longthread_markdown),  # results written before 2026-12-06
+        ("requestfloor", requestfloor_markdown),
     ):
         if result.get(key):
             out += ["", render(result[key], result)]
@@ -470,6 +473,11 @@ LONGTHREAD_LABELS = {
     "chat_delta": "chat graph, `DeltaChannel`",
     "agent": "built-in agent, `counter` task",
 }
+
+
+def requestfloor_markdown(rf: dict[str, Any], result: dict[str, Any]) -> str:
+    """What one HTTP request costs beside the floor (``bench/request_floor.py``)."""
+    return request_floor.markdown(rf)
 
 
 def longthread_markdown(lt: dict[str, Any], result: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import nowork, request_floor
+from bench import cli, nowork, report, request_floor
 
 RUNS = 5
 
@@ -62,3 +62,7 @@ def test_a_short_run_measures_every_item(
     for item in results["items"].values():
         assert f"| {item['label']} |" in text
     assert "| **gap** |" in text
+    # ``python -m bench`` reports it as its ``requestfloor`` section.
+    assert report.requestfloor_markdown(results, {}) == request_floor.markdown(results)
+    assert "requestfloor" in cli.SECTIONS
+    assert cli.parser().parse_args(["--only", "requestfloor"]).only == ["requestfloor"]
