@@ -22,7 +22,7 @@ paused one's are not: what ``aget_state`` answers for it includes the pending wr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -40,7 +40,7 @@ class Finished:
     config: RunnableConfig
     next: tuple[str, ...] = ()
     tasks: tuple[Any, ...] = ()
-    interrupts: tuple[Any, ...] = field(default=())
+    interrupts: tuple[Any, ...] = ()
 
 
 def latest(config: RunnableConfig) -> RunnableConfig:

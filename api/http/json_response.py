@@ -14,16 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import orjson
 from starlette.responses import Response
 
-from api.platform.serde import json_default, to_jsonable
-
-_OPTIONS = (
-    orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-)
-"""Dataclasses (an ``Interrupt`` is one) and dates go to ``json_default``, as ``to_jsonable``
-writes them."""
+from api.platform.serde import graph_json, to_jsonable
 
 
 class JsonAnswer(Response):
@@ -31,7 +24,7 @@ class JsonAnswer(Response):
 
     def render(self, content: Any) -> bytes:
         try:
-            return orjson.dumps(content, default=json_default, option=_OPTIONS)
+            return graph_json(content)
         except TypeError:
             plain = to_jsonable(content)
             return json.dumps(plain, ensure_ascii=False, separators=(",", ":")).encode()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -46,23 +45,16 @@ _NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 odd one escapes the backslash before it: a string holding those six characters)."""
 
 
-_WITH_DEFAULT = (
-    orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-)
+def storable_text(text: bytes) -> bytes:
+    """JSON ``text`` with each NUL escape as U+FFFD, which ``jsonb`` takes (orjson already writes
+    NaN and infinities as null)."""
+    return _NUL.sub(rb"\1\\ufffd", text) if b"\\u0000" in text else text
 
 
-def storable_dumps(obj: Any, default: Callable[[Any], Any] | None = None) -> bytes:
+def storable_dumps(obj: Any) -> bytes:
     """JSON ``jsonb`` takes, in orjson's one pass (NaN and infinities as null, NUL as U+FFFD);
-    ``TypeError`` for what orjson cannot write (an integer past 64 bits, an unknown type).
-    ``default``: writes what orjson does not (``api.platform.serde.json_default``), dataclasses
-    and dates included."""
-    if default is None:
-        text = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
-    else:
-        text = orjson.dumps(obj, default=default, option=_WITH_DEFAULT)
-    if b"\\u0000" in text:
-        text = _NUL.sub(rb"\1\\ufffd", text)
-    return text
+    ``TypeError`` for what orjson cannot write (an integer past 64 bits, an unknown type)."""
+    return storable_text(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS))
 
 
 def dumps(obj: Any) -> bytes:
@@ -71,8 +63,7 @@ def dumps(obj: Any) -> bytes:
     try:
         return storable_dumps(obj)
     except TypeError:
-        text = json.dumps(obj).encode()
-    return _NUL.sub(rb"\1\\ufffd", text) if b"\\u0000" in text else text
+        return storable_text(json.dumps(obj).encode())
 
 
 async def configure(conn: AsyncConnection[Any]) -> None:

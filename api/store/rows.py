@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from api.platform import jsonb
-from api.platform.serde import json_default, to_jsonable
+from api.platform.serde import graph_json, to_jsonable
 
 
 def iso(value: datetime | None) -> str | None:
@@ -55,7 +55,7 @@ def storable_json(value: Any) -> bytes:
     it, each message as pydantic's JSON (a long thread's values are its whole message list),
     else after ``to_jsonable`` and the walk (``api.platform.jsonb``)."""
     try:
-        return jsonb.storable_dumps(value, default=json_default)
+        return jsonb.storable_text(graph_json(value))
     except TypeError:
         return jsonb.dumps(storable(to_jsonable(value)))
 
