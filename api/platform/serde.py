@@ -20,6 +20,8 @@ from langgraph.types import Interrupt, Send
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
+from api.platform.jsonb import storable_text
+
 
 def to_jsonable(obj: Any) -> Any:
     """A JSON-ready copy of ``obj`` in the shapes the LangGraph SDK reads."""
@@ -79,5 +81,7 @@ def graph_json(obj: Any) -> bytes:
 
 
 def dumps(obj: Any) -> str:
-    """Serialize to a JSON string."""
-    return orjson.dumps(to_jsonable(obj)).decode()
+    """``obj`` as JSON text that ``jsonb`` takes (a run's events are stored as they are sent):
+    a NUL in a string, which ``jsonb`` refuses, is U+FFFD (``jsonb.storable_text``), the same
+    for a client reading the event live and one reading it back later."""
+    return storable_text(orjson.dumps(to_jsonable(obj))).decode()

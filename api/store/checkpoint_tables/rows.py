@@ -24,6 +24,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg.types.json import Jsonb
 
+from api.platform.jsonb import storable_text
+
 WriteRow = tuple[str, str, str, str, str, int, str, str, bytes]
 """A row of ``checkpoint_writes``: thread, namespace, checkpoint, task id, task path, index,
 channel, and the value's type and bytes."""
@@ -92,11 +94,12 @@ def is_delta_snapshot(value: Any) -> bool:
 
 def jsonb(value: Any) -> bytes:
     """JSON for a ``jsonb`` column: orjson, or the standard library's for what orjson refuses
-    (keys that are not strings, integers beyond 64 bits), as the stock saver writes them."""
+    (keys that are not strings, integers beyond 64 bits), as the stock saver writes them, with
+    a NUL in a string (which ``jsonb`` refuses; the stock saver drops it) as U+FFFD."""
     try:
-        return orjson.dumps(value)
+        return storable_text(orjson.dumps(value))
     except TypeError:
-        return json.dumps(value).encode()
+        return storable_text(json.dumps(value).encode())
 
 
 def checkpoint_rows(
