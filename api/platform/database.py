@@ -22,6 +22,7 @@ from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow, dict_row
 
+from api.platform.compression import prefer_lz4
 from api.platform.db_health import DatabaseHealth, QuietDuringOutage
 from api.platform.embedded import start_embedded
 from api.platform.jsonb import configure
@@ -204,5 +205,6 @@ async def prepare_schema(pool: Pool, saver: AsyncPostgresSaver, store: Any = Non
             await saver.setup()
             if store is not None:
                 await store.setup()
+            await prefer_lz4(conn)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
