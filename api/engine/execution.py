@@ -26,7 +26,7 @@ from api.durable.run_memory import run_configurable as saver_configurable
 from api.durable.saver import PooledSaver
 from api.durable.stream_modes import event_name, event_names
 from api.durable.takeover import TakeoverDedupe
-from api.engine.final_state import LastCheckpoint
+from api.engine.final_state import LastCheckpoint, ended_at
 from api.engine.rollback import roll_back, rolled_back
 from api.engine.run_context import run_context, run_input
 from api.engine.run_outcome import ending, stalled_message
@@ -239,6 +239,7 @@ class Executor:
             "success",
             None,
             values=state.values,
+            values_at=None if interrupted else ended_at(state),
             interrupted=interrupted,
             interrupts={t.id: list(t.interrupts) for t in state.tasks if t.interrupts},
         )
@@ -265,6 +266,7 @@ class Executor:
         error: str | None,
         *,
         values: Any = None,
+        values_at: str | None = None,
         interrupted: bool = False,
         interrupts: dict[str, Any] | None = None,
         failure: ErrorEvent | None = None,
@@ -277,6 +279,7 @@ class Executor:
             "error": error,
             "after": "interrupted" if interrupted else ("error" if status == "error" else "idle"),
             "values": values or None,  # written by store.rows.storable_json, messages as they are
+            "values_at": values_at,
             "interrupts": to_jsonable(interrupts) if interrupts is not None else None,
         }
         ends["hook"] = await hook_outcome(self.runtime, run, status, error, values, failure)

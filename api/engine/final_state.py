@@ -43,6 +43,19 @@ class Finished:
     interrupts: tuple[Any, ...] = ()
 
 
+def ended_at(state: Any) -> str | None:
+    """The root checkpoint whose values ``state`` holds when the graph ended there (a
+    :class:`Finished`), else None: the thread's stored values can then answer for it
+    (``api.store.kept_state``)."""
+    if not isinstance(state, Finished):
+        return None
+    configurable = state.config.get("configurable") or {}
+    if configurable.get("checkpoint_ns"):
+        return None
+    checkpoint_id = configurable.get("checkpoint_id")
+    return str(checkpoint_id) if checkpoint_id else None
+
+
 def latest(config: RunnableConfig) -> RunnableConfig:
     """``config`` naming its thread's latest checkpoint."""
     configurable = {

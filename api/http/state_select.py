@@ -7,6 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def names_value_keys(select: list[str] | None) -> bool:
+    """Whether ``select`` asks for single keys of the values (``values.<key>``)."""
+    return any(s.startswith("values.") for s in select or ())
+
+
 def selected(state: dict[str, Any], select: list[str] | None) -> dict[str, Any]:
     """``state`` with only the fields ``select`` names (all of it without ``select``)."""
     if not select:

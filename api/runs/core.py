@@ -23,7 +23,7 @@ from api.platform.db_health import is_database_fault
 from api.platform.errors import Conflict, NotFound
 from api.platform.serde import to_jsonable
 from api.runs.resume import answers_for
-from api.store import assistants, events, runs, threads
+from api.store import assistants, events, kept_state, runs, threads
 
 
 @dataclass
@@ -158,6 +158,13 @@ class Core:
         await self.thread(thread_id, values=False)
         graph = self.graph(graph_id or await self.assistant_of(thread_id))
         return await graph.aget_state(self.thread_config(thread_id), subgraphs=subgraphs)
+
+    async def kept_state(self, thread_id: str) -> kept_state.KeptState | None:
+        """The thread's current state from its stored values, when they are its latest
+        checkpoint's (``api.store.kept_state``); None: read it with :meth:`state`."""
+        await self.thread(thread_id, values=False)
+        async with self.pool.connection() as conn:
+            return await kept_state.kept_state(conn, thread_id)
 
     async def assistant_of(self, thread_id: str) -> str:
         """The graph of the thread: its latest run's, else the one its metadata names (a

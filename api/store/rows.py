@@ -60,6 +60,19 @@ def storable_json(value: Any) -> bytes:
         return jsonb.dumps(storable(to_jsonable(value)))
 
 
+def stored_values(values: Any) -> tuple[bytes, bool]:
+    """``values`` as :func:`storable_json` writes them, and whether that is also exactly what a
+    state answer writes of them (``graph_json``, nothing replaced to make it storable): only
+    then can the stored values answer for the checkpoint they came from
+    (``api.store.kept_state``)."""
+    try:
+        text = graph_json(values)
+    except TypeError:
+        return jsonb.dumps(storable(to_jsonable(values))), False
+    stored = jsonb.storable_text(text)
+    return stored, stored is text
+
+
 def storable(value: Any) -> Any:
     """``value`` with NUL characters replaced (U+FFFD) in every string and non-finite numbers
     (NaN, infinities) as null: ``jsonb`` can hold neither, and what a model or a tool produced

@@ -16,7 +16,7 @@ from typing import Any
 from psycopg import AsyncConnection
 
 from api.store.events import FENCED_EVENTS_CTE, EventRows
-from api.store.threads import state_columns
+from api.store.thread_values import VALUES_COLUMNS, state_columns
 from api.store.webhooks import OUTBOX_CTE, outbox_params
 
 _FINISHED = """
@@ -25,14 +25,13 @@ finished AS (
         updated_at = now()
     WHERE run_id = %(run)s AND (SELECT true FROM fence)
     RETURNING {returning})"""
-_THREAD = """
+_THREAD = f"""
 UPDATE threads SET
     status = CASE
         WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = %(thread)s AND run_id <> %(run)s
                      AND status IN ('pending', 'running')) THEN 'busy'
         ELSE coalesce(%(after)s, status) END,
-    state_values = coalesce(%(values)s, state_values),
-    interrupts = coalesce(%(interrupts)s, interrupts),
+    {VALUES_COLUMNS.strip()},
     updated_at = now()
 WHERE thread_id = %(thread)s AND EXISTS (SELECT 1 FROM finished)
 RETURNING status
@@ -54,17 +53,19 @@ async def finish(
     error: str | None,
     after: str,
     values: Any = None,
+    values_at: str | None = None,
     interrupts: dict[str, Any] | None = None,
     hook: dict[str, Any] | None = None,
 ) -> str | None:
     """Store ``events`` (fenced: raises when the attempt no longer holds the run, and then
     nothing changes), end the run with ``status``, and set its thread's status (``after``, or
-    busy while another run is active) and values; returns the thread's new status (None: no
+    busy while another run is active) and values (``values_at``: the root checkpoint they are,
+    when the graph ended there); returns the thread's new status (None: no
     such thread). A run with a webhook gets its outbox row, with ``hook`` (its values and
     error, ``api.engine.webhook_payload``)."""
     params = {
         **events.params(),
-        **state_columns(values, interrupts),
+        **state_columns(values, interrupts, values_at),
         **outbox_params(hook),
         "run": uuid.UUID(events.run_id),
         "status": status,

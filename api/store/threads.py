@@ -11,7 +11,8 @@ from psycopg.types.json import Jsonb
 from api.platform.serde import to_jsonable
 from api.platform.validation import check_metadata
 from api.store import thread_ttl
-from api.store.rows import storable_json, thread_out
+from api.store.rows import thread_out
+from api.store.thread_values import VALUES_COLUMNS, state_columns
 
 LAST_RUN = """
     (SELECT jsonb_build_object('run_id', r.run_id, 'status', r.status, 'attempt', r.attempt,
@@ -248,8 +249,9 @@ async def refresh_status(
             WHEN EXISTS (SELECT 1 FROM runs WHERE thread_id = %(t)s
                          AND status IN ('pending', 'running')) THEN 'busy'
             ELSE coalesce(%(after)s, status) END,
-          state_values = coalesce(%(values)s, state_values),
-          interrupts = coalesce(%(interrupts)s, interrupts),
+          """
+        + VALUES_COLUMNS
+        + """,
           updated_at = now()
         WHERE thread_id = %(t)s
         RETURNING status
@@ -258,16 +260,6 @@ async def refresh_status(
     )
     row = await cur.fetchone()
     return str(row["status"]) if row else None
-
-
-def state_columns(values: Any, interrupts: dict[str, Any] | None) -> dict[str, Jsonb | None]:
-    """``values`` and ``interrupts`` parameters for a thread's row (None: left as they are).
-    What the graph produced (model output, tool results) may hold NUL or NaN: written by
-    ``storable_json``, which makes them storable as ``storable`` does."""
-    return {
-        "values": Jsonb(values, dumps=storable_json) if values is not None else None,
-        "interrupts": Jsonb(interrupts, dumps=storable_json) if interrupts is not None else None,
-    }
 
 
 async def refresh_from_state(conn: AsyncConnection[Any], thread_id: str, state: Any) -> None:

@@ -96,8 +96,14 @@ async def test_runs_and_reads_are_served_from_the_kept_values_and_stay_right(
             assert await say(on_a, tid, turn) == conversation(*turns[: i + 1])
         before = await hits(on_a)
         assert before["hit"] >= 4  # every run after the first started from the kept values
+        # The current state is the thread's stored values (api.store.kept_state): no read of the
+        # checkpoint. Read at that checkpoint, it is the kept delta values.
         state = (await on_a.get(f"/threads/{tid}/state")).json()
         assert [m["content"] for m in state["values"]["messages"]] == conversation(*turns)
+        assert (await hits(on_a))["hit"] == before["hit"]
+        at = state["checkpoint"]["checkpoint_id"]
+        loaded = (await on_a.get(f"/threads/{tid}/state/{at}")).json()
+        assert loaded["values"] == state["values"]
         assert (await hits(on_a))["hit"] == before["hit"] + 1
 
         # Another replica moves the thread on: A's kept values name an older checkpoint.

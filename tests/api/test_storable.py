@@ -17,7 +17,7 @@ from psycopg.types.json import Jsonb
 from api.platform import jsonb
 from api.platform.database import migrate
 from api.platform.serde import to_jsonable
-from api.store import threads
+from api.store import thread_values, threads
 from api.store.rows import storable, storable_json
 
 
@@ -80,7 +80,7 @@ def test_a_threads_values_are_stored_even_when_orjson_cannot_write_them(database
     integer past 64 bits) goes through ``storable`` and ``json``, so a NaN beside it is still
     null, never the ``NaN`` token ``jsonb`` refuses (which would fail the run's end)."""
     values = {"big": 2**70, "x": math.nan, "s": "a\0b"}
-    params = threads.state_columns(values, None)
+    params = thread_values.state_columns(values, None)
     with psycopg.connect(database_url) as conn:
         [(stored,)] = conn.execute("SELECT %s::jsonb", (params["values"],)).fetchall()
     assert stored == {"big": 2**70, "x": None, "s": "a\ufffdb"}
@@ -104,7 +104,7 @@ def test_a_graphs_values_are_stored_as_their_json_copy_would_be(database_url: st
     }
     with psycopg.connect(database_url) as conn:
         stored = [
-            conn.execute("SELECT %s::jsonb", (threads.state_columns(v, None)["values"],)).fetchone()
+            conn.execute("SELECT %s::jsonb", (thread_values.state_columns(v, None)["values"],)).fetchone()
             for v in (values, to_jsonable(values), {**values, "big": 2**70})
         ]
     assert stored[0] == stored[1]
@@ -113,3 +113,16 @@ def test_a_graphs_values_are_stored_as_their_json_copy_would_be(database_url: st
     assert as_json["messages"][1]["content"] == "a\ufffdb"
     assert as_json["messages"][1]["tool_calls"][0]["args"] == {"x": None, "y": [1, "z"]}
     assert as_json["pending"] == [{"id": "i", "value": {"q": "go?"}}]
+
+
+def test_values_name_their_checkpoint_only_when_stored_as_a_state_answer_writes_them() -> None:
+    """A thread's stored values answer for their checkpoint (``api.store.kept_state``) only
+    when nothing was replaced to store them: a NUL (stored as U+FFFD, answered as it is) or an
+    integer orjson cannot write (stored through ``json``) leaves the checkpoint unnamed."""
+    plain = {"messages": [HumanMessage(content="hi", id="h")], "n": 1.5}
+    assert thread_values.state_columns(plain, None, "cp-1")["values_at"] == "cp-1"
+    assert thread_values.state_columns(plain, None)["values_at"] is None
+    for odd in ({"s": "a\0b"}, {"big": 2**70}, {"messages": [HumanMessage("a\0", id="h")]}):
+        assert thread_values.state_columns(odd, None, "cp-1")["values_at"] is None, odd
+    # NaN is written as null by both writers: still exactly what the answer writes.
+    assert thread_values.state_columns({"x": math.nan}, None, "cp-1")["values_at"] == "cp-1"

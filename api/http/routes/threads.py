@@ -6,6 +6,7 @@ import contextlib
 import uuid
 from typing import Annotated, Any, cast
 
+import orjson
 from fastapi import APIRouter, Query, Response
 from langgraph.types import StateSnapshot
 
@@ -29,11 +30,12 @@ from api.http.checked_route import CheckedRoute, ThreadId
 from api.http.deps import ServiceDep
 from api.http.error_responses import responses
 from api.http.json_response import json_answer
-from api.http.state_select import selected
+from api.http.state_select import names_value_keys, selected
 from api.platform.errors import Conflict, Invalid, NotFound
 from api.platform.serde import to_jsonable
 from api.runs.supersteps import apply_supersteps, graph_of
 from api.store import threads
+from api.store.kept_state import KeptState
 
 router = APIRouter(tags=["threads"], route_class=CheckedRoute)
 
@@ -99,6 +101,27 @@ def state_out(snap: StateSnapshot) -> dict[str, Any]:
             for t in snap.tasks
         ],
         "interrupts": to_jsonable(list(snap.interrupts)),
+    }
+
+
+def kept_out(thread_id: str, kept: KeptState) -> dict[str, Any]:
+    """A state kept as the thread's values (``api.store.kept_state``) in the shape
+    :func:`state_out` gives its checkpoint's snapshot: the graph ended there, so no ``next``,
+    task or interrupt; the values are the stored JSON, written into the answer as they are."""
+
+    def ref(checkpoint_id: str) -> dict[str, Any]:
+        return {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+
+    parent = kept.parent_checkpoint_id
+    return {
+        "values": orjson.Fragment(kept.values_text),
+        "next": [],
+        "checkpoint": ref(kept.checkpoint_id),
+        "metadata": kept.metadata,
+        "created_at": kept.created_at,
+        "parent_checkpoint": ref(parent) if parent else None,
+        "tasks": [],
+        "interrupts": [],
     }
 
 
@@ -223,6 +246,10 @@ async def get_state(
 ) -> Any:
     """The current state: values, ``next``, tasks and pending interrupts; ``subgraphs``: each
     task paused in a subgraph with that subgraph's state; ``select``: only these fields."""
+    if not names_value_keys(select):
+        kept = await svc.kept_state(thread_id)
+        if kept is not None:
+            return json_answer(selected(kept_out(thread_id, kept), select))
     return json_answer(selected(state_out(await svc.state(thread_id, subgraphs=subgraphs)), select))
 
 
