@@ -1,6 +1,7 @@
-"""``GET /threads/{id}/state`` answers from the thread's stored values while they are its latest
-checkpoint's (``api.store.kept_state``), and from the checkpoint otherwise: the two answers are
-the same, whichever way a thread got where it is.
+"""``GET /threads/{id}/state`` (and the first entry of a history page from the latest) answers
+from the thread's stored values while they are its latest checkpoint's
+(``api.store.kept_state``), and from the checkpoint otherwise: the two answers are the same,
+whichever way a thread got where it is.
 
 Each case compares the answer with the state at the same checkpoint read from the checkpoint
 (``POST /threads/{id}/state/checkpoint``, which always loads it) and says which way the answer
@@ -136,6 +137,14 @@ class Thread:
         loaded = await self.http.post(f"/threads/{self.id}/state/checkpoint", json=body)
         assert loaded.status_code == 200, loaded.text
         assert answer == loaded.json()
+        # A history page from the latest starts with the same answer; the rest is the page
+        # before that checkpoint (read from the checkpoints either way).
+        page = (await self.http.post(f"/threads/{self.id}/history", json={"limit": 3})).json()
+        before = {"limit": 2, "before": at["checkpoint_id"]}
+        rest = (await self.http.post(f"/threads/{self.id}/history", json=before)).json()
+        assert page == [answer, *rest] and len(rest) == 2
+        one = (await self.http.post(f"/threads/{self.id}/history", json={"limit": 1})).json()
+        assert one == [answer]
         return dict(answer)
 
 

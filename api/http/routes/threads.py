@@ -259,21 +259,36 @@ async def get_state(
 )
 async def get_history(thread_id: ThreadId, body: HistoryQuery, svc: ServiceDep) -> Any:
     """Checkpoints, newest first: ``limit``, ``before`` one, those whose metadata contains
-    ``metadata``, or only ``checkpoint``."""
-    await svc.thread(thread_id, values=False)
-    graph = svc.graph(await svc.assistant_of(thread_id))
+    ``metadata``, or only ``checkpoint``. A page from the latest starts with the state as
+    ``GET /threads/{thread_id}/state`` answers it (from the thread's stored values when they
+    are that checkpoint's)."""
+    out = []
+    limit = body.limit
     before = None
+    from_latest = not (body.before or body.checkpoint or body.metadata)
+    kept = None
+    if from_latest and not names_value_keys(body.select):
+        kept = await svc.kept_state(thread_id)  # the page's first entry: the latest checkpoint
+    else:
+        await svc.thread(thread_id, values=False)
+    if kept is not None:
+        out.append(selected(kept_out(thread_id, kept), body.select))
+        limit -= 1
+        ref = {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": kept.checkpoint_id}
+        before = {"configurable": ref}
+        if not limit:
+            return json_answer(out)
+    graph = svc.graph(await svc.assistant_of(thread_id))
     if isinstance(body.before, CheckpointRef):
         before = {"configurable": body.before.model_dump(exclude_none=True)}
     elif isinstance(body.before, str):
         before = {"configurable": {"thread_id": thread_id, "checkpoint_id": body.before}}
     at = body.checkpoint.model_dump(exclude_none=True) if body.checkpoint else {}
     at.pop("thread_id", None)
-    out = []
     try:
         async for snap in graph.aget_state_history(
             svc.thread_config(thread_id, at),
-            limit=body.limit,
+            limit=limit,
             before=cast(Any, before),
             filter=body.metadata or None,
         ):
