@@ -104,7 +104,9 @@ def test_a_graphs_values_are_stored_as_their_json_copy_would_be(database_url: st
     }
     with psycopg.connect(database_url) as conn:
         stored = [
-            conn.execute("SELECT %s::jsonb", (thread_values.state_columns(v, None)["values"],)).fetchone()
+            conn.execute(
+                "SELECT %s::jsonb", (thread_values.state_columns(v, None)["values"],)
+            ).fetchone()
             for v in (values, to_jsonable(values), {**values, "big": 2**70})
         ]
     assert stored[0] == stored[1]
