@@ -54,16 +54,13 @@ def storable_json(value: Any) -> bytes:
     JSON that ``jsonb`` takes, as :func:`storable` makes it: in one pass when orjson can write
     it, each message as pydantic's JSON (a long thread's values are its whole message list),
     else after ``to_jsonable`` and the walk (``api.platform.jsonb``)."""
-    try:
-        return jsonb.storable_text(graph_json(value))
-    except TypeError:
-        return jsonb.dumps(storable(to_jsonable(value)))
+    return stored_values(value)[0]
 
 
 def stored_values(values: Any) -> tuple[bytes, bool]:
-    """``values`` as :func:`storable_json` writes them, and whether that is also exactly what a
-    state answer writes of them (``graph_json``, nothing replaced to make it storable): only
-    then can the stored values answer for the checkpoint they came from
+    """``values`` as JSON that ``jsonb`` takes (what :func:`storable_json` returns), and whether
+    that is also exactly what a state answer writes of them (``graph_json``, nothing replaced to
+    make it storable): only then can the stored values answer for the checkpoint they came from
     (``api.store.kept_state``)."""
     try:
         text = graph_json(values)
